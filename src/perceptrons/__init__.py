@@ -1,0 +1,77 @@
+"""perceptrons: the algorithms of the course *Single-layer neural networks*.
+
+Every chapter and lab imports its algorithms from here; each function names the chapter
+that introduces it. Inputs ``X`` have shape (n, p) without the constant feature x0 = 1;
+the trainers prepend it and return weights w of shape (p+1,) with w[0] = w0 = -θ.
+"""
+
+from ._results import ConvergenceWarning, DivergenceWarning
+from .convergence import convergence_bound, margin, radius
+from .datasets import (
+    hill_valley,
+    hill_valley_grad,
+    noisy,
+    rosenbrock,
+    rosenbrock_grad,
+    separable,
+    xor,
+)
+from .delta_rule import DeltaResult, bgd, igd, lls, sq_error, sq_error_grad
+from .gradient_descent import GDResult, gd
+from .logistic import (
+    LogisticResult,
+    log_likelihood,
+    log_likelihood_grad,
+    logistic_regression,
+    sigmoid,
+)
+from .perceptron import (
+    BatchPerceptronResult,
+    PTResult,
+    augment,
+    batch_perceptron,
+    heaviside,
+    perceptron_criterion,
+    predict,
+    pt,
+    pt_error,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BatchPerceptronResult",
+    "ConvergenceWarning",
+    "DeltaResult",
+    "DivergenceWarning",
+    "GDResult",
+    "LogisticResult",
+    "PTResult",
+    "augment",
+    "batch_perceptron",
+    "bgd",
+    "convergence_bound",
+    "gd",
+    "heaviside",
+    "hill_valley",
+    "hill_valley_grad",
+    "igd",
+    "lls",
+    "log_likelihood",
+    "log_likelihood_grad",
+    "logistic_regression",
+    "margin",
+    "noisy",
+    "perceptron_criterion",
+    "predict",
+    "pt",
+    "pt_error",
+    "radius",
+    "rosenbrock",
+    "rosenbrock_grad",
+    "separable",
+    "sigmoid",
+    "sq_error",
+    "sq_error_grad",
+    "xor",
+]

@@ -1,0 +1,85 @@
+"""Logistic regression fitted by gradient ascent on the log-likelihood.
+
+Introduced in the chapter *Logistic regression*.
+
+    σ(z) = 1 / (1 + e^{-z}),   P(y = 1 | x) = σ(wᵀx),
+    LL(w) = Σ_x [ y log σ(wᵀx) + (1 - y) log(1 - σ(wᵀx)) ],
+    ∇LL(w) = Σ_x (y - σ(wᵀx))·x.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _checks
+from .gradient_descent import gd
+from .perceptron import augment
+
+
+def sigmoid(z):
+    """σ(z) = 1/(1 + e^{-z}), elementwise, without overflow for large |z|."""
+    z = np.asarray(z, dtype=float)
+    e = np.exp(-np.abs(z))
+    return np.where(z >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _ll(w, Xa, y):
+    z = Xa @ w
+    return float(np.sum(y * z - np.logaddexp(0.0, z)))  # y log σ(z) + (1-y) log(1-σ(z))
+
+
+def _ll_grad(w, Xa, y):
+    return (y - sigmoid(Xa @ w)) @ Xa  # Σ (y - σ(wᵀx))·x
+
+
+def _setup(w, X, y):
+    Xa = augment(X)
+    y = _checks.as_binary01(y, Xa.shape[0])
+    w = _checks.as_vector(w, "w", size=Xa.shape[1])
+    return w, Xa, y
+
+
+def log_likelihood(w, X, y) -> float:
+    """LL(w) for weights w (p+1,), examples X (n, p) and labels y (n,) in {0, 1}."""
+    return _ll(*_setup(w, X, y))
+
+
+def log_likelihood_grad(w, X, y) -> np.ndarray:
+    """∇LL(w) = Σ (y - σ(wᵀx))·x, shape (p+1,)."""
+    return _ll_grad(*_setup(w, X, y))
+
+
+@dataclass(frozen=True)
+class LogisticResult:
+    """Outcome of :func:`logistic_regression`.
+
+    w : ndarray (p+1,)               final weights
+    path : ndarray (k+1, p+1)        weights after each step
+    log_likelihoods : ndarray (k+1,) LL(w) along the path
+    steps, converged, diverged       as in :class:`GDResult`
+    """
+
+    w: np.ndarray
+    path: np.ndarray
+    log_likelihoods: np.ndarray
+    steps: int
+    converged: bool
+    diverged: bool
+
+
+def logistic_regression(
+    X, y, eta, alpha=0.0, w0=None, steps=10000, tol=1e-6, warn=True
+) -> LogisticResult:
+    """Maximum likelihood by gradient ascent: w = w + η Σ (y - σ(wᵀx))·x (+ momentum α).
+
+    X (n, p); y (n,) in {0, 1}; eta > 0; alpha in [0, 1); w0 (p+1,) or None (zeros).
+    Stops when ‖∇LL‖ <= tol. Ascent on LL is descent on -LL, so this calls :func:`gd`.
+    """
+    Xa = augment(X)
+    y = _checks.as_binary01(y, Xa.shape[0])
+    w = np.zeros(Xa.shape[1]) if w0 is None else _checks.as_vector(w0, "w0", Xa.shape[1])
+    res = gd(lambda w: -_ll_grad(w, Xa, y), w, eta, alpha, steps, tol, warn=warn)
+    lls = np.array([_ll(w, Xa, y) for w in res.path])
+    return LogisticResult(res.w, res.path, lls, res.steps, res.converged, res.diverged)

@@ -1,0 +1,95 @@
+"""Plot helpers for the chapters. Each takes ``ax=None`` and returns the Axes it drew on.
+
+Colours come from the Okabe–Ito palette, which stays distinct for colour-blind readers;
+the two classes also differ in marker shape.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+#: Okabe–Ito colours by name.
+OKABE_ITO = {
+    "orange": "#E69F00",
+    "sky": "#56B4E9",
+    "green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "purple": "#CC79A7",
+    "black": "#000000",
+}
+CLASS_STYLE = {
+    0: dict(color=OKABE_ITO["vermillion"], marker="o", label="class 0"),
+    1: dict(color=OKABE_ITO["blue"], marker="^", label="class 1"),
+}
+
+
+def _ax(ax):
+    return plt.gca() if ax is None else ax
+
+
+def plot_data(X, c, ax=None, **kwargs):
+    """Scatter 2-D examples X (n, 2) by class c (n,) in {0, 1} or {-1, +1}."""
+    ax = _ax(ax)
+    X, c = np.asarray(X, dtype=float), np.asarray(c)
+    for k, positive in ((0, False), (1, True)):
+        mask = (c > 0) if positive else (c <= 0)
+        style = dict(CLASS_STYLE[k], **kwargs)
+        ax.scatter(X[mask, 0], X[mask, 1], edgecolor="white", linewidth=0.5, **style)
+    return ax
+
+
+def boundary_points(w, xlim):
+    """Two points (2, 2) of the line w0 + w1·x1 + w2·x2 = 0 across ``xlim``; None if w1 = w2 = 0."""
+    w0, w1, w2 = np.asarray(w, dtype=float)
+    x1 = np.asarray(xlim, dtype=float)
+    if abs(w2) >= abs(w1) and w2 != 0:
+        return np.column_stack([x1, -(w0 + w1 * x1) / w2])
+    if w1 != 0:  # steep line: solve for x1 along the height of the plot instead
+        x2 = np.asarray(xlim, dtype=float)
+        return np.column_stack([-(w0 + w2 * x2) / w1, x2])
+    return None
+
+
+def plot_decision_boundary(X, c, w, ax=None, label="wᵀx = 0", color=None, show_data=True):
+    """Draw the examples and the line wᵀx = 0 of w = (w0, w1, w2), with its normal vector."""
+    ax = _ax(ax)
+    X = np.asarray(X, dtype=float)
+    if show_data:
+        plot_data(X, c, ax=ax)
+    pad = 0.2 * (X.max() - X.min() + 1e-9)
+    lim = (X.min() - pad, X.max() + pad)
+    pts = boundary_points(w, lim)
+    color = OKABE_ITO["black"] if color is None else color
+    if pts is not None:
+        ax.plot(pts[:, 0], pts[:, 1], color=color, label=label)
+    ax.set(xlim=lim, ylim=lim, xlabel="$x_1$", ylabel="$x_2$", aspect="equal")
+    return ax
+
+
+def plot_path(f, path, ax=None, xlim=(-2, 2), ylim=(-2, 2), levels=30, label=None, color=None):
+    """Contours of f (takes (..., 2), returns (...)) and a path (k+1, 2) of iterates on them."""
+    ax = _ax(ax)
+    gx, gy = np.meshgrid(np.linspace(*xlim, 200), np.linspace(*ylim, 200))
+    ax.contour(
+        gx, gy, f(np.stack([gx, gy], axis=-1)), levels=levels, cmap="cividis", linewidths=0.7
+    )
+    path = np.asarray(path, dtype=float)
+    color = OKABE_ITO["vermillion"] if color is None else color
+    ax.plot(path[:, 0], path[:, 1], "-o", ms=2.5, lw=1, color=color, label=label)
+    ax.plot(*path[0], "s", color=color, ms=6)
+    ax.set(xlim=xlim, ylim=ylim, xlabel="$x$", ylabel="$y$")
+    return ax
+
+
+def plot_loss(values, ax=None, label=None, log=True, xlabel="epoch", ylabel="Err(w)", color=None):
+    """Line plot of a loss per epoch or step; logarithmic y axis when every value is > 0."""
+    ax = _ax(ax)
+    values = np.asarray(values, dtype=float)
+    ax.plot(np.arange(len(values)), values, label=label, color=color)
+    if log and np.all(values > 0):
+        ax.set_yscale("log")
+    ax.set(xlabel=xlabel, ylabel=ylabel)
+    return ax

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""The course's two jobs, each a single command that also sets everything up.
+
+    python3 tasks.py book   # make .venv, install, build the website, print where it is
+    python3 tasks.py test   # make .venv, install, run every test (unit, notebooks, book build)
+
+Only the standard library is used here, so a fresh machine with Python 3.11 is enough.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+BUILD = ROOT / "_build"
+
+
+def run(*cmd, **kwargs) -> None:
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    subprocess.run([str(c) for c in cmd], cwd=ROOT, check=True, **kwargs)
+
+
+def digest(*paths: Path) -> str:
+    h = hashlib.sha256()
+    for path in paths:
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for f in files:
+            h.update(str(f.relative_to(ROOT)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def setup(requirements: str) -> None:
+    """Create .venv if needed and install `requirements` (pinned by constraints.txt) into it."""
+    if sys.version_info < (3, 11):
+        sys.exit(f"Python 3.11 or newer is needed; this is {sys.version.split()[0]}.")
+    if not (BIN / "python").exists():
+        print(f"Creating the virtual environment {VENV.name}/", flush=True)
+        venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
+    reqs = [
+        ROOT / "requirements.txt",
+        ROOT / "requirements-book.txt",
+        ROOT / "requirements-test.txt",
+    ]
+    stamp = VENV / f".installed-{requirements}"
+    want = digest(*reqs, ROOT / "constraints.txt", ROOT / "pyproject.toml")
+    if stamp.exists() and stamp.read_text() == want:
+        return
+    run(
+        BIN / "python",
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "-r",
+        requirements,
+        "-c",
+        "constraints.txt",
+    )
+    stamp.write_text(want)
+
+
+def build_book(root: Path = ROOT) -> Path:
+    """Build the website into `root`/_build with warnings as errors; return its index.html.
+
+    Executed notebooks are cached in `root`/_build/.jupyter_cache between builds.
+    """
+    out = root / "_build"
+    # jupyter-cache keys on the notebooks only: drop it when the package they import changes.
+    src_stamp = out / ".src-digest"
+    want = digest(ROOT / "src")
+    if not src_stamp.exists() or src_stamp.read_text() != want:
+        shutil.rmtree(out / ".jupyter_cache", ignore_errors=True)
+        shutil.rmtree(out / "jupyter_execute", ignore_errors=True)
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    run(
+        BIN / "jupyter-book",
+        "build",
+        ROOT,
+        "--path-output",
+        root,
+        "--warningiserror",
+        "--nitpick",
+        "--keep-going",
+        env=env,
+    )
+    src_stamp.write_text(want)
+    return out / "html" / "index.html"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("job", choices=["book", "test", "clean"])
+    job = parser.parse_args().job
+    try:
+        if job == "book":
+            setup("requirements-book.txt")
+            index = build_book()
+            print(f"\nThe book is built. Open {index.relative_to(ROOT)} in a browser.")
+        elif job == "test":
+            setup("requirements-test.txt")
+            env = dict(os.environ, PYTHONHASHSEED="0")
+            run(BIN / "python", "-m", "pytest", env=env)
+        else:
+            shutil.rmtree(BUILD, ignore_errors=True)
+    except subprocess.CalledProcessError as err:
+        sys.exit(err.returncode)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""Delta rule, BGD, IGD and least squares against numpy and finite differences."""
+
+import numpy as np
+import pytest
+
+import perceptrons as P
+
+
+def regression_data(n=40, p=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    c = 0.5 + X @ rng.normal(size=p) + 0.1 * rng.normal(size=n)
+    return X, c
+
+
+def central_difference(f, w, h=1e-6):
+    return np.array([(f(w + h * e) - f(w - h * e)) / (2 * h) for e in np.eye(len(w))])
+
+
+def test_lls_matches_numpy_lstsq():
+    X, c = regression_data()
+    Xa = np.hstack([np.ones((len(X), 1)), X])
+    expected, *_ = np.linalg.lstsq(Xa, c, rcond=None)
+    np.testing.assert_allclose(P.lls(X, c), expected, rtol=1e-10, atol=1e-12)
+
+
+def test_sq_error_gradient_matches_finite_differences():
+    X, c = regression_data()
+    w = np.array([0.3, -1.0, 0.2, 0.7])
+    fd = central_difference(lambda v: P.sq_error(v, X, c), w)
+    np.testing.assert_allclose(P.sq_error_grad(w, X, c), fd, rtol=1e-6, atol=1e-6)
+
+
+def test_gradient_vanishes_at_least_squares_solution():
+    X, c = regression_data()
+    assert np.linalg.norm(P.sq_error_grad(P.lls(X, c), X, c)) < 1e-9
+
+
+def test_igd_with_small_eta_approaches_least_squares():
+    X, c = regression_data()
+    w_ls = P.lls(X, c)
+    far = np.linalg.norm(P.igd(X, c, eta=0.01, max_epochs=2000, tol=1e-12, stop="change").w - w_ls)
+    near = np.linalg.norm(P.igd(X, c, eta=0.0005, max_epochs=20000, tol=1e-13).w - w_ls)
+    assert near < far and near < 1e-3
+
+
+def hessian_lambda_max(X):
+    Xa = np.hstack([np.ones((len(X), 1)), X])
+    return np.linalg.eigvalsh(Xa.T @ Xa).max()
+
+
+def test_bgd_decreases_err_monotonically_below_two_over_lambda_max():
+    X, c = regression_data()
+    lam = hessian_lambda_max(X)
+    res = P.bgd(X, c, eta=1.9 / lam, max_epochs=5000, tol=1e-8)
+    assert res.converged and not res.diverged
+    assert np.all(np.diff(res.errors) <= 1e-12)
+    np.testing.assert_allclose(res.w, P.lls(X, c), atol=1e-7)
+
+
+def test_bgd_reports_divergence_above_two_over_lambda_max():
+    X, c = regression_data()
+    lam = hessian_lambda_max(X)
+    with pytest.warns(P.DivergenceWarning, match="diverged at epoch"):
+        res = P.bgd(X, c, eta=2.5 / lam, max_epochs=5000)
+    assert res.diverged and not res.converged
+    assert np.all(np.isfinite(res.errors)) and np.all(np.isfinite(res.w))
+    assert res.errors[-1] > res.errors[0]
+
+
+def test_igd_reports_divergence_for_huge_eta():
+    X, c = regression_data()
+    with pytest.warns(P.DivergenceWarning):
+        res = P.igd(X, c, eta=50.0, max_epochs=100)
+    assert res.diverged and np.all(np.isfinite(res.ws))
+
+
+@pytest.mark.parametrize("stop", ["grad", "change", "err"])
+def test_bgd_stopping_rules(stop):
+    X, c = regression_data()
+    lam = hessian_lambda_max(X)
+    tol = {"grad": 1e-6, "change": 1e-9, "err": P.sq_error(P.lls(X, c), X, c) + 1e-6}[stop]
+    res = P.bgd(X, c, eta=1.0 / lam, max_epochs=10_000, tol=tol, stop=stop)
+    assert res.converged
+    w = res.w
+    if stop == "grad":
+        assert np.linalg.norm(P.sq_error_grad(w, X, c)) <= tol
+    elif stop == "change":
+        assert abs(res.errors[-2] - res.errors[-1]) <= tol
+    else:
+        assert res.errors[-1] <= tol
+
+
+def test_bgd_epoch_is_one_delta_rule_step():
+    X, c = regression_data(n=5, p=2)
+    w0 = np.array([0.1, 0.2, -0.3])
+    res = P.bgd(X, c, eta=0.01, w0=w0, max_epochs=1, tol=1e-12, stop="err", warn=False)
+    Xa = np.hstack([np.ones((5, 1)), X])
+    expected = w0 + 0.01 * sum((c[i] - w0 @ Xa[i]) * Xa[i] for i in range(5))
+    np.testing.assert_allclose(res.ws[1], expected, rtol=1e-14)
+
+
+def test_igd_epoch_updates_after_every_example():
+    X, c = regression_data(n=5, p=2)
+    res = P.igd(X, c, eta=0.05, max_epochs=1, tol=1e-12, stop="err", warn=False)
+    w = np.zeros(3)
+    for x, t in zip(np.hstack([np.ones((5, 1)), X]), c, strict=True):
+        w = w + 0.05 * (t - w @ x) * x
+    np.testing.assert_allclose(res.ws[1], w, rtol=1e-14)

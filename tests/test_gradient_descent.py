@@ -1,0 +1,86 @@
+"""Gradient descent with momentum, and the two test functions' gradients."""
+
+import numpy as np
+import pytest
+
+import perceptrons as P
+
+
+def central_difference(f, w, h=1e-6):
+    return np.array([(f(w + h * e) - f(w - h * e)) / (2 * h) for e in np.eye(len(w))])
+
+
+@pytest.mark.parametrize("point", [(0.3, -0.8), (1.0, 1.0), (-1.2, 0.4), (0.0, 0.0), (2.0, -1.5)])
+def test_test_function_gradients_match_finite_differences(point):
+    w = np.array(point)
+    for f, grad in ((P.hill_valley, P.hill_valley_grad), (P.rosenbrock, P.rosenbrock_grad)):
+        np.testing.assert_allclose(grad(w), central_difference(f, w), rtol=1e-6, atol=1e-6)
+
+
+def test_test_functions_broadcast_over_grids():
+    g = np.zeros((7, 5, 2))
+    assert P.hill_valley(g).shape == (7, 5) and P.hill_valley_grad(g).shape == (7, 5, 2)
+    assert P.rosenbrock(g).shape == (7, 5) and P.rosenbrock_grad(g).shape == (7, 5, 2)
+
+
+def test_rosenbrock_minimum_value_zero_at_one_one():
+    assert P.rosenbrock(np.array([1.0, 1.0])) == 0.0
+    assert np.array_equal(P.rosenbrock_grad(np.array([1.0, 1.0])), [0.0, 0.0])
+
+
+def test_gd_reaches_minimum_of_a_quadratic():
+    A = np.diag([1.0, 10.0])
+    res = P.gd(lambda w: A @ w - np.array([1.0, 1.0]), w0=[3.0, -2.0], eta=0.1, steps=2000)
+    assert res.converged and not res.diverged
+    np.testing.assert_allclose(res.w, np.linalg.solve(A, [1.0, 1.0]), atol=1e-5)
+    assert res.path.shape == (res.steps + 1, 2)
+
+
+def test_momentum_update_uses_previous_change_not_previous_weights():
+    def grad(w):
+        return 2 * w  # E(w) = ‖w‖²
+
+    res = P.gd(grad, w0=[1.0], eta=0.1, alpha=0.5, steps=2, tol=1e-12, warn=False)
+    w0 = 1.0
+    d0 = -0.1 * 2 * w0  # Δw(0) = -η∇E(w(0))
+    w1 = w0 + d0
+    d1 = -0.1 * 2 * w1 + 0.5 * d0  # Δw(1) = -η∇E(w(1)) + αΔw(0)
+    np.testing.assert_allclose(res.path[:, 0], [w0, w1, w1 + d1], rtol=1e-15)
+
+
+def test_momentum_speeds_up_rosenbrock():
+    plain = P.gd(P.rosenbrock_grad, [-1.0, 1.0], eta=1e-3, steps=5000, warn=False)
+    heavy = P.gd(P.rosenbrock_grad, [-1.0, 1.0], eta=1e-3, alpha=0.9, steps=5000, warn=False)
+    assert P.rosenbrock(heavy.w) < P.rosenbrock(plain.w)
+
+
+def test_gd_detects_divergence_on_rosenbrock():
+    with pytest.warns(P.DivergenceWarning, match="diverged at step"):
+        res = P.gd(P.rosenbrock_grad, [-1.0, 1.0], eta=0.1, steps=100)
+    assert res.diverged and not res.converged
+    assert np.all(np.isfinite(res.path))
+
+
+def test_gd_schedule_is_called_with_step_index():
+    seen = []
+
+    def eta(t):
+        seen.append(t)
+        return 0.1 / (1 + t)
+
+    P.gd(lambda w: w, [1.0], eta, steps=3, tol=1e-12, warn=False)
+    assert seen == [0, 1, 2]
+
+
+def test_gd_rejects_gradient_of_wrong_shape():
+    with pytest.raises(ValueError, match="`grad` must return shape"):
+        P.gd(lambda w: np.zeros(3), [1.0, 2.0], 0.1)
+
+
+def test_hill_valley_start_decides_which_minimum():
+    # from (1, 1) the path slides into a shallow basin away from the deepest valley
+    deep = P.gd(P.hill_valley_grad, [0.0, -0.5], eta=0.1, steps=5000)
+    other = P.gd(P.hill_valley_grad, [1.0, 1.0], eta=0.1, steps=5000, warn=False)
+    assert deep.converged
+    assert P.hill_valley(deep.w) < -0.4
+    assert P.hill_valley(other.w) > P.hill_valley(deep.w) + 0.3

@@ -1,0 +1,190 @@
+"""PT and the batch perceptron against independent references."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+from sklearn.linear_model import Perceptron
+
+import perceptrons as P
+
+
+def textbook_pt(X, c, eta, w0, max_epochs, visits):
+    """PT one example at a time, written from the pseudocode with no shortcut."""
+    Xa = np.hstack([np.ones((len(X), 1)), X])
+    w = np.array(w0, dtype=float)
+    mistakes = 0
+    for epoch in range(max_epochs):
+        clean = True
+        for i in visits[epoch]:
+            wx = Xa[i] @ w
+            if set(np.unique(c)) == {0.0, 1.0}:
+                error = c[i] - (1.0 if wx >= 0 else 0.0)
+            else:
+                error = c[i] if c[i] * wx <= 0 else 0.0
+            if error != 0:
+                w = w + eta * error * Xa[i]
+                mistakes += 1
+                clean = False
+        if clean:
+            return w, mistakes, epoch + 1
+    return w, mistakes, max_epochs
+
+
+def linearly_separable(X, c):
+    """Decide separability with a linear program: find w with s·wᵀx >= 1 for all examples."""
+    Xa = np.hstack([np.ones((len(X), 1)), X])
+    s = np.where(np.asarray(c) > 0, 1.0, -1.0)
+    res = linprog(
+        np.zeros(Xa.shape[1]),
+        A_ub=-(s[:, None] * Xa),
+        b_ub=-np.ones(len(X)),
+        bounds=[(None, None)] * Xa.shape[1],
+        method="highs",
+    )
+    return res.status == 0
+
+
+@pytest.mark.parametrize("labels", ["01", "pm1"])
+@pytest.mark.parametrize("seed", range(5))
+def test_pt_matches_one_at_a_time_loop_bit_for_bit(labels, seed):
+    X, c, _ = P.separable(300, p=5, margin=0.02, rng=seed, labels=labels)
+    res = P.pt(X, c, eta=0.7, max_epochs=500)
+    visits = [np.arange(len(X))] * 500
+    w, mistakes, epochs = textbook_pt(X, c, 0.7, np.zeros(6), 500, visits)
+    assert res.converged
+    assert np.array_equal(res.w, w)
+    assert (res.mistakes, res.epochs) == (mistakes, epochs)
+    assert res.ws.shape == (mistakes + 1, 6)
+    assert np.array_equal(res.ws[-1], res.w) and np.array_equal(res.ws[0], np.zeros(6))
+
+
+def test_pt_random_order_uses_one_permutation_per_epoch_from_rng():
+    X, c, _ = P.separable(100, p=3, margin=0.02, rng=11)
+    res = P.pt(X, c, order="random", rng=np.random.default_rng(5), max_epochs=200)
+    rng = np.random.default_rng(5)
+    visits = [rng.permutation(100) for _ in range(200)]
+    w, mistakes, epochs = textbook_pt(X, c, 1.0, np.zeros(4), 200, visits)
+    assert np.array_equal(res.w, w) and res.mistakes == mistakes and res.epochs == epochs
+    again = P.pt(X, c, order="random", rng=5, max_epochs=200)
+    assert np.array_equal(again.ws, res.ws)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_pt_matches_scikit_learn_perceptron(seed):
+    X, c, _ = P.separable(200, p=4, margin=0.05, rng=seed, labels="pm1")
+    res = P.pt(X, c, eta=1.0, max_epochs=1000)
+    assert res.converged
+    skl = Perceptron(eta0=1.0, alpha=0.0, shuffle=False, tol=None, max_iter=res.epochs)
+    skl.fit(X, c)
+    np.testing.assert_allclose(skl.intercept_[0], res.w[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(skl.coef_[0], res.w[1:], rtol=1e-12, atol=1e-12)
+
+
+def test_label_conventions_make_the_same_updates_without_ties():
+    X, c01, _ = P.separable(100, p=2, margin=0.05, rng=3, labels="01")
+    w0 = np.array([0.31, -0.72, 0.45])  # no example lies exactly on this start's hyperplane
+    a = P.pt(X, c01, w0=w0, max_epochs=500)
+    b = P.pt(X, 2 * c01 - 1, w0=w0, max_epochs=500)
+    assert a.mistakes > 0
+    assert np.array_equal(a.ws, b.ws) and np.array_equal(a.updated, b.updated)
+
+
+def test_pt_error_values():
+    assert P.pt_error(1, 0.0, "01") == 0 and P.pt_error(0, 0.0, "01") == -1
+    assert P.pt_error(1, -0.5, "01") == 1 and P.pt_error(0, -0.5, "01") == 0
+    assert P.pt_error(1, 0.0, "pm1") == 1 and P.pt_error(-1, 0.0, "pm1") == -1
+    assert P.pt_error(-1, -2.0, "pm1") == 0
+
+
+@pytest.mark.parametrize("labels", ["01", "pm1"])
+def test_measured_mistakes_never_exceed_the_convergence_bound(labels):
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        margin = rng.uniform(0.01, 0.2)
+        X, c, w_star = P.separable(60, p=3, margin=margin, rng=rng, labels=labels)
+        bound = P.convergence_bound(X, c, w_star)
+        for eta in (0.1, 1.0, 7.0):
+            res = P.pt(X, c, eta=eta, max_epochs=10_000, order="random", rng=seed)
+            assert res.converged
+            assert 0 < res.mistakes <= bound, (seed, eta, res.mistakes, bound)
+
+
+def test_convergence_bound_formula_and_helpers():
+    X = np.array([[2.0, 0.0], [-2.0, 0.0]])
+    c = np.array([1, -1])
+    w_star = np.array([0.0, 1.0, 0.0])
+    assert P.margin(X, c, w_star) == 2.0
+    assert P.radius(X) == pytest.approx(np.sqrt(5.0))
+    assert P.convergence_bound(X, c, w_star) == pytest.approx(5.0 * 1.0 / 4.0)
+    with pytest.raises(ValueError, match="w_star"):
+        P.convergence_bound(X, c, np.array([0.0, -1.0, 0.0]))
+
+
+def test_pt_on_noisy_data_stops_at_max_epochs_unconverged():
+    X, c = P.noisy(80, p=2, flip=0.1, rng=4)
+    assert not linearly_separable(X, c)
+    with pytest.warns(P.ConvergenceWarning, match="linearly separable"):
+        res = P.pt(X, c, max_epochs=25)
+    assert not res.converged and res.epochs == 25 and res.mistakes >= 25
+
+
+def test_pt_fails_on_xor():
+    X, c = P.xor()
+    assert not linearly_separable(X, c)
+    with pytest.warns(P.ConvergenceWarning):
+        res = P.pt(X, c, max_epochs=100)
+    assert not res.converged
+    assert np.any(P.predict(X, res.w) != c)
+
+
+def test_separable_data_is_separable_with_the_stated_margin():
+    X, c, w_star = P.separable(200, p=4, margin=0.15, rng=9, labels="pm1")
+    assert X.shape == (200, 4) and set(np.unique(c)) == {-1.0, 1.0}
+    assert np.linalg.norm(w_star[1:]) == pytest.approx(1.0)
+    assert P.margin(X, c, w_star) >= 0.15
+    assert linearly_separable(X, c)
+
+
+def test_predict_is_heaviside_of_w_x():
+    X = np.array([[1.0, 1.0], [-1.0, -1.0], [0.5, -0.5]])
+    w = np.array([0.0, 1.0, 1.0])  # the third point lies on the hyperplane: H(0) = 1
+    assert np.array_equal(P.predict(X, w), [1.0, 0.0, 1.0])
+
+
+def test_batch_perceptron_separates_and_decreases_to_zero_criterion():
+    X, c, _ = P.separable(100, p=2, margin=0.05, rng=2)
+    res = P.batch_perceptron(X, c, eta=0.1, max_epochs=5000)
+    assert res.converged and res.misclassified[-1] == 0 and res.criterion[-1] == 0
+    assert np.array_equal(P.predict(X, res.w), c)
+    assert len(res.criterion) == len(res.ws) == res.epochs + 1
+
+
+def test_perceptron_criterion_gradient_matches_finite_differences():
+    X, s, _ = P.separable(50, p=3, margin=0.05, rng=1, labels="pm1")
+    Xa = P.augment(X)
+    w = np.array([0.2, -0.4, 0.9, 0.3])
+    _, grad, _ = P.perceptron_criterion(w, Xa, s)
+    h = 1e-7  # J is piecewise linear; w is away from a kink when no margin is within h
+    assert np.min(np.abs(Xa @ w)) > 1e-4
+    fd = [
+        (P.perceptron_criterion(w + h * e, Xa, s)[0] - P.perceptron_criterion(w - h * e, Xa, s)[0])
+        / (2 * h)
+        for e in np.eye(4)
+    ]
+    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-6)
+
+
+def test_batch_perceptron_warns_on_xor():
+    X, c = P.xor()
+    with pytest.warns(P.ConvergenceWarning):
+        res = P.batch_perceptron(X, c, max_epochs=50)
+    assert not res.converged and res.epochs == 50
+
+
+def test_no_warning_when_pt_converges():
+    X, c, _ = P.separable(30, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        P.pt(X, c)
