@@ -93,3 +93,14 @@ def plot_loss(values, ax=None, label=None, log=True, xlabel="epoch", ylabel="Err
         ax.set_yscale("log")
     ax.set(xlabel=xlabel, ylabel=ylabel)
     return ax
+
+
+def animation_html(anim, alt: str) -> str:
+    """HTML of a matplotlib animation that plays without a kernel, with ``alt`` on its frames.
+
+    ``FuncAnimation.to_jshtml()`` embeds every frame as a PNG; its <img> carries no alt text,
+    so it is added here for screen readers.
+    """
+    html = anim.to_jshtml(default_mode="once")
+    alt = alt.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+    return html.replace("<img id=", f'<img alt="{alt}" id=', 1)
