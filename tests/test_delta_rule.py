@@ -107,3 +107,29 @@ def test_igd_epoch_updates_after_every_example():
     for x, t in zip(np.hstack([np.ones((5, 1)), X]), c, strict=True):
         w = w + 0.05 * (t - w @ x) * x
     np.testing.assert_allclose(res.ws[1], w, rtol=1e-14)
+
+
+def test_lms_is_one_igd_epoch_and_records_every_step():
+    X, c = regression_data(n=30)
+    res = P.lms(X, c, eta=0.01)
+    epoch = P.igd(X, c, eta=0.01, max_epochs=1, tol=1e-12, stop="err", warn=False)
+    np.testing.assert_array_equal(res.w, epoch.ws[1])
+    assert res.ws.shape == (31, 4) and res.errors.shape == (30,)
+    Xa = np.hstack([np.ones((30, 1)), X])
+    np.testing.assert_allclose(res.errors, c - np.sum(Xa * res.ws[:-1], axis=1), rtol=1e-12)
+
+
+def test_lms_tracks_a_system_that_changes():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(4000, 2))
+    w_true = np.where(np.arange(4000)[:, None] < 2000, [1.0, -1.0], [-0.5, 2.0])
+    d = np.sum(X * w_true, axis=1) + 0.05 * rng.normal(size=4000)
+    res = P.lms(X, d, eta=0.02)
+    np.testing.assert_allclose(res.ws[1990, 1:], [1.0, -1.0], atol=0.1)
+    np.testing.assert_allclose(res.ws[-1, 1:], [-0.5, 2.0], atol=0.1)
+
+
+def test_lms_refuses_an_eta_that_overflows():
+    X, c = regression_data(n=2000)
+    with pytest.raises(ValueError, match="`eta`"):
+        P.lms(X, c, eta=100.0)

@@ -84,3 +84,72 @@ def test_hill_valley_start_decides_which_minimum():
     assert deep.converged
     assert P.hill_valley(deep.w) < -0.4
     assert P.hill_valley(other.w) > P.hill_valley(deep.w) + 0.3
+
+
+def quadratic(kappa):
+    A = np.diag([1.0, kappa])
+    return (lambda w: 0.5 * w @ A @ w), (lambda w: A @ w), A
+
+
+def test_exact_step_on_a_quadratic_is_g_g_over_g_a_g():
+    f, grad, A = quadratic(10.0)
+    w = np.array([1.0, 1.0])
+    g = grad(w)
+    assert P.exact_step(f, w, g) == pytest.approx((g @ g) / (g @ A @ g), rel=1e-7)
+
+
+def test_steepest_descent_rate_is_linear_with_the_kantorovich_factor():
+    kappa = 10.0
+    f, grad, _ = quadratic(kappa)
+    res = P.steepest_descent(f, grad, [1.0, 1.0 / kappa], steps=40, tol=1e-12, warn=False)
+    values = np.array([f(w) for w in res.path])
+    ratios = values[1:] / values[:-1]
+    worst = ((kappa - 1) / (kappa + 1)) ** 2
+    assert np.all(ratios <= worst + 1e-9)
+    np.testing.assert_allclose(ratios[:10], worst, rtol=1e-6)  # this start is the worst case
+
+
+def test_adaptive_methods_first_steps_by_hand():
+    def grad(w):
+        return np.array([2.0 * w[0]])
+
+    w0 = np.array([1.0])
+    g0 = 2.0
+    # AdaGrad and RMSProp: the first step has length about η whatever the gradient
+    assert P.adagrad(grad, w0, 0.1, steps=1, warn=False).path[1, 0] == pytest.approx(
+        1 - 0.1 * g0 / (np.sqrt(g0**2) + 1e-8)
+    )
+    s = 0.1 * g0**2
+    assert P.rmsprop(grad, w0, 0.1, steps=1, warn=False).path[1, 0] == pytest.approx(
+        1 - 0.1 * g0 / (np.sqrt(s) + 1e-8)
+    )
+    # Adam's bias correction makes the first step -η·sign(g)
+    assert P.adam(grad, w0, 0.1, steps=1, warn=False).path[1, 0] == pytest.approx(0.9, rel=1e-6)
+    # Nesterov on the look-ahead point: Δw̃(0) = α v(0) - η g with v(0) = -η g
+    assert P.nesterov(grad, w0, 0.1, alpha=0.5, steps=1, warn=False).path[1, 0] == pytest.approx(
+        1 + 0.5 * (-0.2) - 0.2
+    )
+
+
+def test_nesterov_matches_the_textbook_form():
+    f, grad, _ = quadratic(20.0)
+    eta, alpha = 0.04, 0.8
+    res = P.nesterov(grad, [1.0, 1.0], eta, alpha=alpha, steps=30, tol=1e-14, warn=False)
+    w, v = np.array([1.0, 1.0]), np.zeros(2)
+    for _ in range(30):
+        v = alpha * v - eta * grad(w + alpha * v)
+        w = w + v
+    np.testing.assert_allclose(res.w, w + alpha * v, rtol=1e-12)  # the look-ahead point
+
+
+@pytest.mark.parametrize("method", [P.adagrad, P.rmsprop, P.adam, P.nesterov])
+def test_adaptive_methods_reach_the_rosenbrock_valley(method):
+    res = method(
+        P.rosenbrock_grad,
+        [-1.0, 1.0],
+        1e-3 if method is P.nesterov else 0.05,
+        steps=5000,
+        warn=False,
+    )
+    assert not res.diverged
+    assert P.rosenbrock(res.w) < P.rosenbrock(np.array([-1.0, 1.0]))

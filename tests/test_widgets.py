@@ -1,5 +1,7 @@
 """Slider callbacks never raise over their whole range and report what happened."""
 
+import io
+
 import ipywidgets
 import matplotlib.pyplot as plt
 import numpy as np
@@ -65,3 +67,64 @@ def test_animation_html_carries_alt_text():
     anim = FuncAnimation(fig, lambda k: (line.set_data([0, k], [0, k]), line)[1:], frames=2)
     html = plotting.animation_html(anim, 'PT moves the "line"')
     assert '<img alt="PT moves the &quot;line&quot;" id=' in html
+
+
+def test_gd_path_demo_over_both_sliders_including_end_points():
+    fig, update = widgets.gd_path_demo(
+        P.rosenbrock,
+        P.rosenbrock_grad,
+        np.array([-1.2, 1.0]),
+        xlim=(-1.5, 1.5),
+        ylim=(-0.5, 1.5),
+        steps=200,
+    )
+    path_line = fig.axes[0].get_lines()[0]
+    seen = set()
+    for eta in np.logspace(-4, -2, 9):  # the momentum chapter's η slider
+        for alpha in (0.0, 0.5, 0.9, 0.99):  # α slider end points and inside
+            status = update(eta=float(eta), alpha=alpha)
+            seen.add(status.split(": ")[1].split(" ")[0])
+            xy = path_line.get_xydata()
+            assert np.all(np.isfinite(xy)), status
+            res = P.gd(
+                P.rosenbrock_grad, [-1.2, 1.0], float(eta), alpha=alpha, steps=200, warn=False
+            )
+            np.testing.assert_array_equal(xy, res.path)
+            if res.diverged:
+                assert f"diverged at step {res.steps + 1}" in status
+    assert "diverged" in seen and "stopped" in seen
+
+
+def test_gd_path_demo_pitfalls_slider_range():
+    _, update = widgets.gd_path_demo(P.hill_valley, P.hill_valley_grad, np.array([0.5, -1.3]))
+    for eta in np.logspace(-3, 0.5, 15):  # the pitfalls chapter's η slider, 10^-3 .. 10^0.5
+        status = update(eta=float(eta))
+        assert status.startswith(f"η = {eta:g}:")
+    assert "converged in" in update(eta=0.1)
+
+
+def test_logistic_demo_over_the_slider_range():
+    X, y = P.blobs(60, rng=2)
+    fig, update = widgets.logistic_demo(X, y, steps=300)
+    line = fig.axes[0].get_lines()[0]
+    for eta in np.logspace(-4, 0, 9):  # the logistic chapter's η slider, 10^-4 .. 1
+        status = update(eta=float(eta))
+        assert "log-likelihood" in status
+        assert np.all(np.isfinite(line.get_xydata()))
+
+
+def test_figure_renderer_redraws_only_what_moves():
+    from PIL import Image as PILImage
+
+    fig, update = widgets.gd_path_demo(P.hill_valley, P.hill_valley_grad, np.array([0.5, -1.3]))
+    renderer = widgets.FigureRenderer(fig, update.artists, dpi=50)
+    update(eta=0.1)
+    first = renderer.png()
+    update(eta=1.0)
+    second = renderer.png()
+    update(eta=0.1)
+    third = renderer.png()
+    assert first == third != second  # the same state gives the same picture
+    width, height = fig.get_size_inches() * 50
+    assert PILImage.open(io.BytesIO(first)).size == (round(width), round(height))
+    assert all(artist.get_animated() for artist in update.artists)

@@ -6,8 +6,10 @@ the trainers prepend it and return weights w of shape (p+1,) with w[0] = w0 = -Î
 """
 
 from ._results import ConvergenceWarning, DivergenceWarning
+from .adaptive import adagrad, adam, nesterov, rmsprop
 from .convergence import convergence_bound, margin, radius
 from .datasets import (
+    blobs,
     hill_valley,
     hill_valley_grad,
     noisy,
@@ -16,8 +18,8 @@ from .datasets import (
     separable,
     xor,
 )
-from .delta_rule import DeltaResult, bgd, igd, lls, sq_error, sq_error_grad
-from .gradient_descent import GDResult, gd
+from .delta_rule import DeltaResult, LMSResult, bgd, igd, lls, lms, sq_error, sq_error_grad
+from .gradient_descent import GDResult, descend, exact_step, gd, steepest_descent
 from .logistic import (
     LogisticResult,
     log_likelihood,
@@ -40,6 +42,16 @@ from .perceptron import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "blobs",
+    "LMSResult",
+    "adagrad",
+    "adam",
+    "descend",
+    "exact_step",
+    "lms",
+    "nesterov",
+    "rmsprop",
+    "steepest_descent",
     "BatchPerceptronResult",
     "ConvergenceWarning",
     "DeltaResult",

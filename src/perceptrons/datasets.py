@@ -63,6 +63,26 @@ def noisy(n=50, p=2, flip=0.1, rng=None, labels="01"):
     return X, _labels(s, labels)
 
 
+def blobs(n=100, p=2, distance=2.0, rng=None, labels="01"):
+    """Two Gaussian clouds with unit covariance whose means lie ``distance`` apart.
+
+    Half the examples in each class (class 1 first when n is odd); the means sit at
+    ±distance/2 along a random unit direction. Returns X (n, p), c (n,). The classes
+    overlap, so the data are usually not separable.
+    """
+    n = _checks.positive_int(n, "n")
+    p = _checks.positive_int(p, "p")
+    distance = _checks.positive(distance, "distance")
+    if n < 2:
+        raise ValueError(f"`n` must be >= 2 so that both classes occur; got {n!r}.")
+    rng = np.random.default_rng(rng)
+    u = rng.normal(size=p)
+    u /= np.linalg.norm(u)
+    s = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    X = rng.normal(size=(n, p)) + np.outer(s, u) * distance / 2
+    return X, _labels(s, labels)
+
+
 def xor(n=4, noise=0.0, rng=None, labels="01"):
     """The XOR problem: corners (0,0), (1,1) in one class, (0,1), (1,0) in the other.
 

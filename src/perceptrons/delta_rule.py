@@ -146,6 +146,49 @@ def bgd(X, c, eta, w0=None, max_epochs=1000, tol=1e-6, stop="grad", warn=True) -
     return _train(epoch, Xa, c, w, eta, max_epochs, tol, stop, "BGD", warn)
 
 
+@dataclass(frozen=True)
+class LMSResult:
+    """Outcome of :func:`lms`, one pass over a stream of examples.
+
+    w : ndarray (p+1,)        weights after the last example
+    ws : ndarray (n+1, p+1)   w(0), w(1), ..., w(n): the weights after each example
+    errors : ndarray (n,)     e(t) = d(t) - w(t)ᵀx(t), the error before each update
+    """
+
+    w: np.ndarray
+    ws: np.ndarray
+    errors: np.ndarray
+
+
+def _lms_pass(Xa, d, eta, w):
+    """One pass of the delta rule over the rows of Xa (n, p+1); returns ws (n+1, p+1), e (n,)."""
+    ws, errors = np.empty((len(Xa) + 1, len(w))), np.empty(len(Xa))
+    ws[0] = w
+    for t, (x, d_t) in enumerate(zip(Xa, d, strict=True)):  # 4. FOREACH (x, c(x)) in D
+        errors[t] = d_t - w @ x  # 5. error = c(x) - wᵀx
+        w = w + eta * errors[t] * x  # 6-7. Δw = η · error · x;  w = w + Δw
+        ws[t + 1] = w
+    return ws, errors
+
+
+def lms(X, d, eta, w0=None) -> LMSResult:
+    """The LMS adaptive filter: the delta rule applied once to each example of a stream.
+
+    X (n, p) inputs x(t) in time order; d (n,) desired outputs d(t); eta > 0; w0 (p+1,) or
+    None (zeros). A small η averages over a long past; a large η forgets quickly and tracks
+    a system that changes.
+    """
+    Xa = augment(X)
+    d = _checks.as_targets(d, Xa.shape[0], name="d")
+    eta = _checks.positive(eta, "eta")
+    w = np.zeros(Xa.shape[1]) if w0 is None else _checks.as_vector(w0, "w0", Xa.shape[1]).copy()
+    with np.errstate(over="ignore", invalid="ignore"):
+        ws, errors = _lms_pass(Xa, d, eta, w)
+    if not (np.all(np.isfinite(ws)) and np.all(np.isfinite(errors))):
+        raise ValueError(f"`eta` = {eta:g} is too large: the LMS weights overflowed.")
+    return LMSResult(ws[-1].copy(), ws, errors)
+
+
 def igd(X, c, eta, w0=None, max_epochs=1000, tol=1e-6, stop="change", warn=True) -> DeltaResult:
     """Incremental gradient descent with the delta rule (LMS, Widrow–Hoff, adaline).
 
@@ -155,10 +198,7 @@ def igd(X, c, eta, w0=None, max_epochs=1000, tol=1e-6, stop="change", warn=True)
     Xa, c, eta, w, max_epochs, tol, stop = _setup(X, c, eta, w0, max_epochs, tol, stop)
 
     def epoch(w):
-        w = w.copy()
-        for x, c_x in zip(Xa, c, strict=True):  # 4. FOREACH (x, c(x)) in D
-            error = c_x - w @ x  # 5. error = c(x) - wᵀx
-            w += eta * error * x  # 6-7. Δw = η · error · x;  w = w + Δw
-        return w
+        ws, _ = _lms_pass(Xa, c, eta, w)  # 4-8. one pass of the delta rule over D
+        return ws[-1]
 
     return _train(epoch, Xa, c, w, eta, max_epochs, tol, stop, "IGD", warn)

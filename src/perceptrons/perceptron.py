@@ -179,7 +179,7 @@ def perceptron_criterion(w, Xa, s) -> tuple[float, np.ndarray, int]:
     """
     margins = s * (Xa @ w)  # (n,)
     M = margins <= 0
-    return float(-margins[M].sum()), -(s[M] @ Xa[M]), int(M.sum())
+    return float(np.sum(-margins[M])) + 0.0, -(s[M] @ Xa[M]), int(M.sum())  # + 0.0: no -0.0
 
 
 def batch_perceptron(X, c, eta=1.0, w0=None, max_epochs=1000, warn=True) -> BatchPerceptronResult:

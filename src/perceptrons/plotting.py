@@ -41,14 +41,19 @@ def plot_data(X, c, ax=None, **kwargs):
     return ax
 
 
-def boundary_points(w, xlim):
-    """Two points (2, 2) of the line w0 + w1·x1 + w2·x2 = 0 across ``xlim``; None if w1 = w2 = 0."""
+def boundary_points(w, xlim, ylim=None):
+    """Two points (2, 2) of the line w0 + w1·x1 + w2·x2 = 0; None if w1 = w2 = 0.
+
+    A line closer to horizontal is cut at x1 = xlim, a steeper one at x2 = ylim
+    (ylim defaults to xlim), so that it spans the plot.
+    """
     w0, w1, w2 = np.asarray(w, dtype=float)
-    x1 = np.asarray(xlim, dtype=float)
+    ylim = xlim if ylim is None else ylim
     if abs(w2) >= abs(w1) and w2 != 0:
+        x1 = np.asarray(xlim, dtype=float)
         return np.column_stack([x1, -(w0 + w1 * x1) / w2])
-    if w1 != 0:  # steep line: solve for x1 along the height of the plot instead
-        x2 = np.asarray(xlim, dtype=float)
+    if w1 != 0:
+        x2 = np.asarray(ylim, dtype=float)
         return np.column_stack([-(w0 + w2 * x2) / w1, x2])
     return None
 

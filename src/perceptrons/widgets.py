@@ -1,20 +1,59 @@
 """Slider panels for the chapters: a figure whose artists move when a slider moves.
 
 Each ``*_demo`` function builds a figure once and returns it with an ``update(**values)``
-callback that changes only the artists (``set_data``) and returns a one-line status such as
-"converged after 12 updates" or "diverged at step 7". :func:`slider_panel` wires the
-callback to ipywidgets sliders; benchmarks and tests call ``update`` directly.
+callback that changes only the moving artists (``set_data``) and returns a one-line status
+such as "converged after 12 updates" or "diverged at step 7"; ``update.artists`` lists the
+artists it moves. :func:`slider_panel` wires the callback to ipywidgets sliders and shows
+the figure through a :class:`FigureRenderer`, which draws the static parts (contours, data)
+once and then only the moving artists. Benchmarks and tests call ``update`` directly.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 
 import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import LineCollection
+from PIL import Image
 
 from . import plotting
+from .gradient_descent import gd
+from .logistic import logistic_regression
 from .perceptron import pt
+
+
+class FigureRenderer:
+    """Render a figure to PNG quickly, again and again, while only some artists change.
+
+    The first call draws everything except ``artists`` and keeps that image; each later
+    call pastes it back and draws just ``artists`` on top (blitting). The layout is frozen
+    after the first call.
+    """
+
+    def __init__(self, fig, artists=(), dpi=80):
+        self.fig, self.artists = fig, list(artists)
+        fig.set_dpi(dpi)
+        for artist in self.artists:
+            artist.set_animated(True)  # left out of full draws, drawn by hand below
+        self.canvas = fig.canvas if hasattr(fig.canvas, "copy_from_bbox") else FigureCanvasAgg(fig)
+        self.background = None
+
+    def png(self) -> bytes:
+        """The figure as PNG bytes."""
+        if self.background is None:
+            self.canvas.draw()
+            self.fig.set_layout_engine("none")
+            self.background = self.canvas.copy_from_bbox(self.fig.bbox)
+        else:
+            self.canvas.restore_region(self.background)
+        for artist in self.artists:
+            self.fig.draw_artist(artist)
+        buffer = io.BytesIO()
+        Image.fromarray(np.asarray(self.canvas.buffer_rgba())).save(buffer, "png", compress_level=1)
+        return buffer.getvalue()
 
 
 def slider_panel(fig, update: Callable[..., str], **sliders):
@@ -23,22 +62,20 @@ def slider_panel(fig, update: Callable[..., str], **sliders):
     Moving a slider calls ``update(**values)`` and shows the redrawn figure and its status.
     """
     import ipywidgets as widgets
-    from IPython.display import display
 
-    out, status = widgets.Output(), widgets.Label()
-    plt.close(fig)  # shown through `out` only, not again by the inline backend
+    plt.close(fig)  # shown through the Image widget only, not again by the inline backend
+    renderer = FigureRenderer(fig, getattr(update, "artists", ()))
+    image, status = widgets.Image(format="png"), widgets.Label()
 
     def redraw(_=None):
         status.value = update(**{name: w.value for name, w in sliders.items()})
-        with out:
-            out.clear_output(wait=True)
-            display(fig)
+        image.value = renderer.png()
 
     for w in sliders.values():
         w.continuous_update = False
         w.observe(redraw, names="value")
     redraw()
-    return widgets.VBox([widgets.HBox(list(sliders.values())), status, out])
+    return widgets.VBox([widgets.HBox(list(sliders.values())), status, image])
 
 
 def _boundary_segments(ws, lim):
@@ -78,6 +115,67 @@ def pt_eta_demo(X, c, w0, max_epochs=50, ax=None):
         ax.set_title(status, fontsize="small")
         return status
 
+    update.artists = [trail, final, ax.title]
+    return ax.figure, update
+
+
+def _status(res, what="steps"):
+    if res.diverged:
+        return f"diverged at step {res.steps + 1}"
+    if res.converged:
+        return f"converged in {res.steps} {what}"
+    return f"stopped after {res.steps} {what}"
+
+
+def gd_path_demo(f, grad, w0, xlim=(-2, 2), ylim=(-2, 2), steps=300, levels=30, ax=None):
+    """Gradient descent (with momentum) on a 2-D function: contours once, the path on top.
+
+    f : (..., 2) -> (...); grad : (2,) -> (2,); w0 : (2,). Returns (fig, update) with
+    update(eta, alpha=0.0) -> status, e.g. "η = 0.1: converged in 57 steps, f = -0.4289".
+    """
+    ax = _new_ax(ax, (5, 4.5))
+    plotting.plot_path(f, np.array([w0]), ax=ax, xlim=xlim, ylim=ylim, levels=levels)
+    path_line = ax.get_lines()[0]
+    (end,) = ax.plot([], [], "X", ms=10, color=plotting.OKABE_ITO["black"])
+
+    def update(eta: float, alpha: float = 0.0) -> str:
+        """Run gd with this η and α and move the path; return the status line."""
+        res = gd(grad, w0, eta, alpha=alpha, steps=steps, tol=1e-6, warn=False)
+        path_line.set_data(res.path[:, 0], res.path[:, 1])
+        end.set_data([res.w[0]], [res.w[1]])
+        status = f"η = {eta:g}" + (f", α = {alpha:g}" if alpha else "") + f": {_status(res)}"
+        if not res.diverged:
+            status += f", f = {float(f(res.w)):.4g}"
+        ax.set_title(status, fontsize="small")
+        return status
+
+    update.artists = [path_line, end, ax.title]
+    return ax.figure, update
+
+
+def logistic_demo(X, y, steps=500, ax=None):
+    """Logistic regression by gradient ascent with a chosen η: the 0.5 boundary on the data.
+
+    X (n, 2), y (n,) in {0, 1}. Returns (fig, update) with update(eta) -> status.
+    """
+    ax = _new_ax(ax, (5, 4.5))
+    plotting.plot_data(X, y, ax=ax)
+    pad = 0.2 * (X.max() - X.min())
+    lim = (X.min() - pad, X.max() + pad)
+    ax.set(xlim=lim, ylim=lim, aspect="equal", xlabel="$x_1$", ylabel="$x_2$")
+    (line,) = ax.plot([], [], color=plotting.OKABE_ITO["black"], lw=2, label="P(y=1|x) = 0.5")
+    ax.legend(loc="lower left", fontsize="small")
+
+    def update(eta: float) -> str:
+        """Fit with this η and move the boundary; return the status line."""
+        res = logistic_regression(X, y, eta=eta, steps=steps, tol=1e-4, warn=False)
+        pts = plotting.boundary_points(res.w, lim)
+        line.set_data(*(pts.T if pts is not None else ([], [])))
+        status = f"η = {eta:g}: {_status(res)}, log-likelihood {res.log_likelihoods[-1]:.2f}"
+        ax.set_title(status, fontsize="small")
+        return status
+
+    update.artists = [line, ax.title]
     return ax.figure, update
 
 

@@ -1,0 +1,73 @@
+"""Time one callback of every slider in the book: train, move the artists, render the PNG.
+
+    .venv/bin/python benchmarks/bench_sliders.py
+
+A slider callback trains, moves the artists and renders the PNG that the panel shows,
+through the same `FigureRenderer` with the non-interactive Agg backend. Prints the
+median and the worst time over the slider's values. Target: <= 100 ms per callback.
+"""
+
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+
+import perceptrons as P  # noqa: E402
+from perceptrons import widgets  # noqa: E402
+
+
+def callback_times(fig, update, values, repeat=3):
+    """Median and worst time of update + render, as `widgets.slider_panel` does it."""
+    renderer = widgets.FigureRenderer(fig, update.artists)
+    renderer.png()  # the first render draws the static background; the panel does it once
+    times = []
+    for _ in range(repeat):
+        for kwargs in values:
+            start = time.perf_counter()
+            update(**kwargs)
+            renderer.png()
+            times.append(time.perf_counter() - start)
+    return 1e3 * np.median(times), 1e3 * np.max(times)
+
+
+def main():
+    rng = np.random.default_rng(0)
+    X40, c40, _ = P.separable(n=40, p=2, margin=0.05, rng=rng)
+    Xb, yb = P.blobs(n=100, p=2, distance=2.5, rng=rng)
+    sliders = {
+        "02 perceptron, η": (
+            widgets.pt_eta_demo(X40, c40, w0=np.array([0.5, -1.0, 0.3])),
+            [dict(eta=e) for e in np.logspace(-3, 2, 11)],
+        ),
+        "06 pitfalls, η": (
+            widgets.gd_path_demo(P.hill_valley, P.hill_valley_grad, np.array([0.5, -1.3])),
+            [dict(eta=e) for e in np.logspace(-3, 0.5, 11)],
+        ),
+        "07 momentum, η and α": (
+            widgets.gd_path_demo(
+                P.rosenbrock,
+                P.rosenbrock_grad,
+                np.array([-1.2, 1.0]),
+                xlim=(-1.5, 1.5),
+                ylim=(-0.5, 1.5),
+                steps=500,
+                levels=np.logspace(-1, 3, 15),
+            ),
+            [dict(eta=e, alpha=a) for e in np.logspace(-4, -2, 5) for a in (0.0, 0.5, 0.9, 0.99)],
+        ),
+        "08 logistic, η": (
+            widgets.logistic_demo(Xb, yb),
+            [dict(eta=e) for e in np.logspace(-4, 0, 9)],
+        ),
+    }
+    print(f"{'slider':24}{'median [ms]':>12}{'max [ms]':>10}")
+    for name, ((fig, update), values) in sliders.items():
+        median, worst = callback_times(fig, update, values)
+        print(f"{name:24}{median:12.1f}{worst:10.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""Adaptive and accelerated variants of gradient descent, for the outlook in *Momentum*.
+
+Each method is a rule for the change Δw(t) given the gradient g = ∇E(w(t)); the loop is
+:func:`perceptrons.gradient_descent.descend`. Squares, roots and divisions act elementwise;
+ε = 1e-8 keeps divisions finite. See Ruder (2016) for the family.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _checks
+from .gradient_descent import GDResult, descend
+
+EPS = 1e-8
+
+
+def nesterov(grad, w0, eta, alpha=0.9, steps=1000, tol=1e-6, warn=True) -> GDResult:
+    """Nesterov momentum: the gradient is taken where momentum is about to carry w.
+
+    v(t) = α v(t-1) - η ∇E(w(t) + α v(t-1)). Written for the look-ahead point
+    w̃ = w + αv, which needs only ∇E(w̃): Δw̃(t) = α v(t) - η ∇E(w̃(t)).
+    """
+    eta, alpha = _checks.positive(eta, "eta"), _checks.momentum(alpha)
+    v = 0.0
+
+    def step(t, w, g):
+        nonlocal v
+        v = alpha * v - eta * g
+        return alpha * v - eta * g
+
+    return descend(grad, w0, step, steps, tol, warn=warn, name="Nesterov")
+
+
+def adagrad(grad, w0, eta, steps=1000, tol=1e-6, warn=True) -> GDResult:
+    """AdaGrad: each weight's step is η divided by the root of its summed squared gradients.
+
+    G(t) = G(t-1) + g²,  Δw = -η g / (√G(t) + ε).
+    """
+    eta = _checks.positive(eta, "eta")
+    G = 0.0
+
+    def step(t, w, g):
+        nonlocal G
+        G = G + g**2
+        return -eta * g / (np.sqrt(G) + EPS)
+
+    return descend(grad, w0, step, steps, tol, warn=warn, name="AdaGrad")
+
+
+def rmsprop(grad, w0, eta, rho=0.9, steps=1000, tol=1e-6, warn=True) -> GDResult:
+    """RMSProp: like AdaGrad, with a decaying average of squared gradients instead of a sum.
+
+    s(t) = ρ s(t-1) + (1 - ρ) g²,  Δw = -η g / (√s(t) + ε).
+    """
+    eta, rho = _checks.positive(eta, "eta"), _checks.momentum(rho, "rho")
+    s = 0.0
+
+    def step(t, w, g):
+        nonlocal s
+        s = rho * s + (1 - rho) * g**2
+        return -eta * g / (np.sqrt(s) + EPS)
+
+    return descend(grad, w0, step, steps, tol, warn=warn, name="RMSProp")
+
+
+def adam(grad, w0, eta, beta1=0.9, beta2=0.999, steps=1000, tol=1e-6, warn=True) -> GDResult:
+    """Adam: momentum on the gradient (m) and RMSProp's scaling (v), both bias-corrected.
+
+    m(t) = β1 m + (1 - β1) g,  v(t) = β2 v + (1 - β2) g²,
+    Δw = -η m̂ / (√v̂ + ε) with m̂ = m / (1 - β1^(t+1)), v̂ = v / (1 - β2^(t+1)).
+    """
+    eta = _checks.positive(eta, "eta")
+    beta1, beta2 = _checks.momentum(beta1, "beta1"), _checks.momentum(beta2, "beta2")
+    m = v = 0.0
+
+    def step(t, w, g):
+        nonlocal m, v
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g**2
+        m_hat, v_hat = m / (1 - beta1 ** (t + 1)), v / (1 - beta2 ** (t + 1))
+        return -eta * m_hat / (np.sqrt(v_hat) + EPS)
+
+    return descend(grad, w0, step, steps, tol, warn=warn, name="Adam")
