@@ -40,11 +40,11 @@ def main():
     sliders = {
         "02 perceptron, η": (
             widgets.pt_eta_demo(X40, c40, w0=np.array([0.5, -1.0, 0.3])),
-            [dict(eta=e) for e in np.logspace(-3, 2, 11)],
+            [dict(eta=e) for e in np.geomspace(*widgets.RANGES["pt_eta"], 11)],
         ),
         "06 pitfalls, η": (
             widgets.gd_path_demo(P.hill_valley, P.hill_valley_grad, np.array([0.5, -1.3])),
-            [dict(eta=e) for e in np.logspace(-3, 0.5, 11)],
+            [dict(eta=e) for e in np.geomspace(*widgets.RANGES["pitfalls_eta"], 11)],
         ),
         "07 momentum, η and α": (
             widgets.gd_path_demo(
@@ -56,11 +56,15 @@ def main():
                 steps=500,
                 levels=np.logspace(-1, 3, 15),
             ),
-            [dict(eta=e, alpha=a) for e in np.logspace(-4, -2, 5) for a in (0.0, 0.5, 0.9, 0.99)],
+            [
+                dict(eta=e, alpha=a)
+                for e in np.geomspace(*widgets.RANGES["momentum_eta"], 5)
+                for a in np.linspace(*widgets.RANGES["momentum_alpha"], 4)
+            ],
         ),
         "08 logistic, η": (
             widgets.logistic_demo(Xb, yb),
-            [dict(eta=e) for e in np.logspace(-4, 0, 9)],
+            [dict(eta=e) for e in np.geomspace(*widgets.RANGES["logistic_eta"], 9)],
         ),
     }
     print(f"{'slider':24}{'median [ms]':>12}{'max [ms]':>10}")

@@ -1,11 +1,11 @@
-"""The book builds from scratch with warnings as errors, and every notebook is stored clean."""
+"""The book builds from scratch with warnings as errors, twice the same, from clean notebooks."""
 
+import importlib.util
 import json
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,24 +52,39 @@ def test_every_chapter_is_in_the_table_of_contents():
     assert on_disk == listed
 
 
-def test_book_builds_from_clean_with_warnings_as_errors(tmp_path):
-    proc = subprocess.run(
-        [
-            str(Path(sys.executable).with_name("jupyter-book")),
-            "build",
-            str(ROOT),
-            "--path-output",
-            str(tmp_path),
-            "--warningiserror",
-            "--nitpick",
-            "--keep-going",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    html = tmp_path / "_build" / "html"
+def load_tasks():
+    spec = importlib.util.spec_from_file_location("tasks", ROOT / "tasks.py")
+    tasks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tasks)
+    return tasks
+
+
+def outputs(path):
+    """The text, HTML and image outputs of an executed notebook, cell by cell."""
+    nb = json.loads(path.read_text())
+    found = []
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            if out["output_type"] == "stream":
+                found.append(("stream", "".join(out["text"])))
+            for mime, data in sorted(out.get("data", {}).items()):
+                if mime != "application/vnd.jupyter.widget-view+json":  # holds a random model id
+                    found.append((mime, "".join(data) if isinstance(data, list) else str(data)))
+    return found
+
+
+@pytest.fixture(scope="module")
+def built_twice(tmp_path_factory):
+    """The book built from scratch twice, the way `python3 tasks.py book` builds it."""
+    tasks = load_tasks()
+    roots = [tmp_path_factory.mktemp(f"build{k}") for k in (1, 2)]
+    for root in roots:
+        tasks.build_book(root)  # raises CalledProcessError on any warning (-W)
+    return roots
+
+
+def test_book_builds_from_clean_with_warnings_as_errors(built_twice):
+    html = built_twice[0] / "_build" / "html"
     for doc in toc_files():
         page = html / f"{doc}.html"
         assert page.exists(), f"{doc} was not built"
@@ -81,10 +96,25 @@ def test_book_builds_from_clean_with_warnings_as_errors(tmp_path):
         source = ROOT / f"{doc}.ipynb"
         if source.exists():  # every figure cell of the notebook shows up as an image
             assert len(images.alts) >= len(figure_cells(source)), f"{doc} lost a figure"
-    executed = list((tmp_path / "_build" / "jupyter_execute").rglob("*.ipynb"))
+    executed = list((built_twice[0] / "_build" / "jupyter_execute").rglob("*.ipynb"))
     assert len(executed) == len([p for p in NOTEBOOKS if p.parent.name == "book"])
     for nb_path in executed:
-        nb = json.loads(nb_path.read_text())
-        for cell in nb["cells"]:
-            for out in cell.get("outputs", []):
-                assert out["output_type"] != "error", f"{nb_path.name} raised an error"
+        for kind, _ in outputs(nb_path):
+            assert kind != "error", f"{nb_path.name} raised an error"
+
+
+def test_two_builds_give_identical_outputs(built_twice):
+    first, second = (root / "_build" / "jupyter_execute" for root in built_twice)
+    names = sorted(p.relative_to(first) for p in first.rglob("*.ipynb"))
+    assert names == sorted(p.relative_to(second) for p in second.rglob("*.ipynb"))
+    for name in names:
+        a, b = outputs(first / name), outputs(second / name)
+        assert len(a) == len(b), name
+        for (kind, x), (_, y) in zip(a, b, strict=True):
+            assert x == y, f"{name}: a {kind} output differs between two builds"
+
+
+def test_build_records_the_package_digest(built_twice):
+    tasks = load_tasks()
+    stamp = built_twice[0] / "_build" / ".src-digest"
+    assert stamp.read_text() == tasks.digest(ROOT / "src")

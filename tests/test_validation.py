@@ -141,3 +141,102 @@ def test_valid_random_problems_give_finite_results(X, data):
     if len(np.unique(c)) == 2:
         res = P.pt(X, c, eta=eta, max_epochs=20, warn=False)
         assert np.all(np.isfinite(res.ws))
+
+
+def test_logistic_regression_needs_both_classes():
+    with pytest.raises(ValueError, match=r"`y` must contain both classes"):
+        P.logistic_regression(X_OK, np.ones(4), eta=0.1)
+
+
+def test_plot_helpers_name_bad_arguments():
+    from perceptrons import plotting
+
+    with pytest.raises(ValueError, match=r"`X` must have shape \(n, 2\)"):
+        plotting.plot_data(np.zeros((3, 3)), [0, 1, 0])
+    with pytest.raises(ValueError, match=r"`w` must have shape \(3,\)"):
+        plotting.boundary_points([1.0, 2.0], (0, 1))
+    with pytest.raises(ValueError, match=r"`values` must contain only finite"):
+        plotting.plot_loss([1.0, np.nan])
+
+
+def named(err):
+    return "`" in str(err)
+
+
+reals = st.floats(allow_nan=True, allow_infinity=True, width=64)
+
+
+# deadline: a hang shows up as a missed deadline, not as a stuck test run
+@settings(max_examples=80, deadline=5000)
+@given(
+    w0=hnp.arrays(np.float64, hnp.array_shapes(max_dims=2, max_side=4), elements=reals),
+    eta=st.one_of(reals, st.integers(-3, 3)),
+    alpha=reals,
+    steps=st.integers(-2, 200),
+)
+def test_gradient_methods_fail_cleanly_or_return_finite_paths(w0, eta, alpha, steps):
+    def grad(w):
+        return np.array([2.0, 40.0])[: w.size] * w if w.size <= 2 else 2 * w
+
+    methods = {
+        "gd": lambda: P.gd(grad, w0, eta, alpha=alpha, steps=steps, warn=False),
+        "nesterov": lambda: P.nesterov(grad, w0, eta, alpha=alpha, steps=steps, warn=False),
+        "adagrad": lambda: P.adagrad(grad, w0, eta, steps=steps, warn=False),
+        "rmsprop": lambda: P.rmsprop(grad, w0, eta, steps=steps, warn=False),
+        "adam": lambda: P.adam(grad, w0, eta, steps=steps, warn=False),
+    }
+    for name, run in methods.items():
+        try:
+            res = run()
+        except (ValueError, TypeError) as err:
+            assert named(err), f"{name}: {err}"
+            continue
+        assert np.all(np.isfinite(res.path)), name
+        assert res.path.shape == (res.steps + 1, np.size(w0))
+        assert not (res.converged and res.diverged)
+
+
+@settings(max_examples=60, deadline=5000)
+@given(
+    n=st.integers(-2, 60),
+    p=st.integers(-1, 4),
+    margin=reals,
+    flip=reals,
+    distance=reals,
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_data_sets_fail_cleanly_or_are_well_formed(n, p, margin, flip, distance, seed):
+    makers = {
+        "separable": lambda: P.separable(n, p, margin=margin, rng=seed)[:2],
+        "noisy": lambda: P.noisy(n, p, flip=flip, rng=seed),
+        "blobs": lambda: P.blobs(n, p, distance=distance, rng=seed),
+        "xor": lambda: P.xor(n, rng=seed),
+    }
+    for name, make in makers.items():
+        try:
+            X, c = make()
+        except (ValueError, TypeError) as err:
+            assert named(err), f"{name}: {err}"
+            continue
+        assert X.ndim == 2 and len(X) == len(c) == n and np.all(np.isfinite(X)), name
+        assert set(np.unique(c)) <= {0.0, 1.0}, name
+
+
+@settings(max_examples=60, deadline=5000)
+@given(
+    X=hnp.arrays(np.float64, st.tuples(st.integers(1, 30), st.integers(1, 3)), elements=reals),
+    d=st.data(),
+    eta=reals,
+)
+def test_lms_and_lls_fail_cleanly_or_are_finite(X, d, eta):
+    targets = d.draw(hnp.arrays(np.float64, len(X), elements=reals))
+    for name, run in (
+        ("lms", lambda: P.lms(X, targets, eta).ws),
+        ("lls", lambda: P.lls(X, targets)),
+    ):
+        try:
+            out = run()
+        except (ValueError, TypeError) as err:
+            assert named(err), f"{name}: {err}"
+            continue
+        assert np.all(np.isfinite(out)), name

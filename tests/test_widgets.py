@@ -22,7 +22,7 @@ def test_pt_eta_demo_over_the_slider_range():
     X, c, _ = P.separable(40, margin=0.05, rng=0)
     fig, update = widgets.pt_eta_demo(X, c, w0=np.array([0.5, -1.0, 0.3]))
     final = fig.axes[0].get_lines()[-1]
-    for eta in np.logspace(-3, 2, 26):  # the chapter's FloatLogSlider: 10^-3 .. 10^2
+    for eta in np.geomspace(*widgets.RANGES["pt_eta"], 26):
         status = update(eta=float(eta))
         assert status.startswith(f"η = {eta:g}:")
         w = P.pt(X, c, eta=float(eta), w0=np.array([0.5, -1.0, 0.3]), max_epochs=50, warn=False).w
@@ -80,8 +80,8 @@ def test_gd_path_demo_over_both_sliders_including_end_points():
     )
     path_line = fig.axes[0].get_lines()[0]
     seen = set()
-    for eta in np.logspace(-4, -2, 9):  # the momentum chapter's η slider
-        for alpha in (0.0, 0.5, 0.9, 0.99):  # α slider end points and inside
+    for eta in np.geomspace(*widgets.RANGES["momentum_eta"], 9):
+        for alpha in np.linspace(*widgets.RANGES["momentum_alpha"], 4):
             status = update(eta=float(eta), alpha=alpha)
             seen.add(status.split(": ")[1].split(" ")[0])
             xy = path_line.get_xydata()
@@ -97,7 +97,7 @@ def test_gd_path_demo_over_both_sliders_including_end_points():
 
 def test_gd_path_demo_pitfalls_slider_range():
     _, update = widgets.gd_path_demo(P.hill_valley, P.hill_valley_grad, np.array([0.5, -1.3]))
-    for eta in np.logspace(-3, 0.5, 15):  # the pitfalls chapter's η slider, 10^-3 .. 10^0.5
+    for eta in np.geomspace(*widgets.RANGES["pitfalls_eta"], 15):
         status = update(eta=float(eta))
         assert status.startswith(f"η = {eta:g}:")
     assert "converged in" in update(eta=0.1)
@@ -107,7 +107,7 @@ def test_logistic_demo_over_the_slider_range():
     X, y = P.blobs(60, rng=2)
     fig, update = widgets.logistic_demo(X, y, steps=300)
     line = fig.axes[0].get_lines()[0]
-    for eta in np.logspace(-4, 0, 9):  # the logistic chapter's η slider, 10^-4 .. 1
+    for eta in np.geomspace(*widgets.RANGES["logistic_eta"], 9):
         status = update(eta=float(eta))
         assert "log-likelihood" in status
         assert np.all(np.isfinite(line.get_xydata()))
@@ -128,3 +128,22 @@ def test_figure_renderer_redraws_only_what_moves():
     width, height = fig.get_size_inches() * 50
     assert PILImage.open(io.BytesIO(first)).size == (round(width), round(height))
     assert all(artist.get_animated() for artist in update.artists)
+
+
+def test_animation_html_is_the_same_twice():
+    def make():
+        fig, ax = plt.subplots()
+        (line,) = ax.plot([], [])
+        anim = FuncAnimation(fig, lambda k: (line.set_data([0, k], [0, k]),), frames=3)
+        return plotting.animation_html(anim, "same")
+
+    first, second = make(), make()
+    assert first == second
+    assert "_anim_img" in first
+
+
+def test_log_slider_spans_the_range_exactly():
+    slider = widgets.log_slider("η", 0.2, *widgets.RANGES["pt_eta"])
+    assert 10**slider.min == pytest.approx(1e-3) and 10**slider.max == pytest.approx(1e2)
+    alpha = widgets.linear_slider("α", 0.9, *widgets.RANGES["momentum_alpha"])
+    assert (alpha.min, alpha.max) == (0.0, 0.99)

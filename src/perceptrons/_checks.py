@@ -74,13 +74,23 @@ def as_labels(c, n: int, name: str = "c") -> tuple[np.ndarray, str]:
     raise ValueError(f"`{name}` must hold labels in {{0, 1}} or in {{-1, +1}}; got values {shown}.")
 
 
-def as_binary01(y, n: int, name: str = "y") -> np.ndarray:
-    """Return labels in {0, 1} of shape (n,) (logistic regression)."""
+def as_binary01(y, n: int, name: str = "y", both: bool = False) -> np.ndarray:
+    """Return labels in {0, 1} of shape (n,); with ``both`` each class must occur."""
     a = as_vector(y, name, size=n)
     bad = a[(a != 0) & (a != 1)]
     if bad.size:
         raise ValueError(f"`{name}` must hold labels in {{0, 1}}; got the value {bad[0]:g}.")
+    if both and len(np.unique(a)) < 2:
+        raise ValueError(f"`{name}` must contain both classes; got only the label {a[0]:g}.")
     return a
+
+
+def points_2d(X, name: str = "X") -> np.ndarray:
+    """Return ``X`` as a finite float array of shape (n, 2) (for plots in the plane)."""
+    A = as_matrix(X, name)
+    if A.shape[1] != 2:
+        raise ValueError(f"`{name}` must have shape (n, 2) to be drawn; got shape {A.shape}.")
+    return A
 
 
 def _real(value, name: str) -> float:

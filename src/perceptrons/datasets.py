@@ -25,25 +25,33 @@ def separable(n=50, p=2, margin=0.1, rng=None, labels="01"):
     (with c as ±1), so the geometric margin of w_star is at least ``margin``.
     """
     n = _checks.positive_int(n, "n")
+    if n < 2:
+        raise ValueError(f"`n` must be >= 2 so that both classes occur; got {n!r}.")
     p = _checks.positive_int(p, "p")
     margin = _checks.positive(margin, "margin")
     if margin >= 0.5:
         raise ValueError(f"`margin` must be < 0.5 so that points fit in [-1, 1]^p; got {margin!r}.")
     rng = np.random.default_rng(rng)
-    while True:
-        u = rng.normal(size=p)
-        u /= np.linalg.norm(u)
-        b = rng.uniform(-0.3, 0.3)
-        kept = np.empty((0, p))
-        for _ in range(1000):
-            X = rng.uniform(-1, 1, size=(4 * n, p))
-            kept = np.vstack([kept, X[np.abs(X @ u + b) >= margin]])
-            if len(kept) >= n:
-                break
-        X = kept[:n]
-        s = np.sign(X @ u + b)
-        if len(X) == n and len(np.unique(s)) == 2:  # both classes present
-            return X, _labels(s, labels), np.concatenate([[b], u])
+    u = rng.normal(size=p)
+    u /= np.linalg.norm(u)
+    b = rng.uniform(-0.3, 0.3)
+    # Both sides of the hyperplane reach a distance >= 0.7 inside the box (‖u‖₁ >= 1,
+    # |b| <= 0.3), so both classes have room beyond any margin < 0.5.
+    kept = np.empty((0, p))
+    for _ in range(10_000):
+        X = rng.uniform(-1, 1, size=(4 * n, p))
+        kept = np.vstack([kept, X[np.abs(X @ u + b) >= margin]])
+        side = np.sign(kept @ u + b)
+        if len(kept) >= n and np.any(side > 0) and np.any(side < 0):
+            break
+    else:  # pragma: no cover - needs a vanishing region of the box
+        raise RuntimeError("could not draw enough points at this margin; try a smaller one")
+    X = kept[:n].copy()
+    s = side[:n].copy()
+    if len(np.unique(s)) < 2:  # make sure both classes occur among the n kept points
+        other = np.flatnonzero(side != s[0])[0]
+        X[-1], s[-1] = kept[other], side[other]
+    return X, _labels(s, labels), np.concatenate([[b], u])
 
 
 def noisy(n=50, p=2, flip=0.1, rng=None, labels="01"):

@@ -6,8 +6,13 @@ the two classes also differ in marker shape.
 
 from __future__ import annotations
 
+import hashlib
+import re
+
 import matplotlib.pyplot as plt
 import numpy as np
+
+from . import _checks
 
 #: Okabe–Ito colours by name.
 OKABE_ITO = {
@@ -32,8 +37,9 @@ def _ax(ax):
 
 def plot_data(X, c, ax=None, **kwargs):
     """Scatter 2-D examples X (n, 2) by class c (n,) in {0, 1} or {-1, +1}."""
+    X = _checks.points_2d(X)
+    c = _checks.as_vector(c, "c", size=len(X))
     ax = _ax(ax)
-    X, c = np.asarray(X, dtype=float), np.asarray(c)
     for k, positive in ((0, False), (1, True)):
         mask = (c > 0) if positive else (c <= 0)
         style = dict(CLASS_STYLE[k], **kwargs)
@@ -47,7 +53,7 @@ def boundary_points(w, xlim, ylim=None):
     A line closer to horizontal is cut at x1 = xlim, a steeper one at x2 = ylim
     (ylim defaults to xlim), so that it spans the plot.
     """
-    w0, w1, w2 = np.asarray(w, dtype=float)
+    w0, w1, w2 = _checks.as_vector(w, "w", size=3)
     ylim = xlim if ylim is None else ylim
     if abs(w2) >= abs(w1) and w2 != 0:
         x1 = np.asarray(xlim, dtype=float)
@@ -60,8 +66,8 @@ def boundary_points(w, xlim, ylim=None):
 
 def plot_decision_boundary(X, c, w, ax=None, label="wᵀx = 0", color=None, show_data=True):
     """Draw the examples and the line wᵀx = 0 of w = (w0, w1, w2), with its normal vector."""
+    X = _checks.points_2d(X)
     ax = _ax(ax)
-    X = np.asarray(X, dtype=float)
     if show_data:
         plot_data(X, c, ax=ax)
     pad = 0.2 * (X.max() - X.min() + 1e-9)
@@ -76,12 +82,12 @@ def plot_decision_boundary(X, c, w, ax=None, label="wᵀx = 0", color=None, show
 
 def plot_path(f, path, ax=None, xlim=(-2, 2), ylim=(-2, 2), levels=30, label=None, color=None):
     """Contours of f (takes (..., 2), returns (...)) and a path (k+1, 2) of iterates on them."""
+    path = _checks.points_2d(path, "path")
     ax = _ax(ax)
     gx, gy = np.meshgrid(np.linspace(*xlim, 200), np.linspace(*ylim, 200))
     ax.contour(
         gx, gy, f(np.stack([gx, gy], axis=-1)), levels=levels, cmap="cividis", linewidths=0.7
     )
-    path = np.asarray(path, dtype=float)
     color = OKABE_ITO["vermillion"] if color is None else color
     ax.plot(path[:, 0], path[:, 1], "-o", ms=2.5, lw=1, color=color, label=label)
     ax.plot(*path[0], "s", color=color, ms=6)
@@ -91,8 +97,8 @@ def plot_path(f, path, ax=None, xlim=(-2, 2), ylim=(-2, 2), levels=30, label=Non
 
 def plot_loss(values, ax=None, label=None, log=True, xlabel="epoch", ylabel="Err(w)", color=None):
     """Line plot of a loss per epoch or step; logarithmic y axis when every value is > 0."""
+    values = _checks.as_vector(values, "values")
     ax = _ax(ax)
-    values = np.asarray(values, dtype=float)
     ax.plot(np.arange(len(values)), values, label=label, color=color)
     if log and np.all(values > 0):
         ax.set_yscale("log")
@@ -104,8 +110,14 @@ def animation_html(anim, alt: str) -> str:
     """HTML of a matplotlib animation that plays without a kernel, with ``alt`` on its frames.
 
     ``FuncAnimation.to_jshtml()`` embeds every frame as a PNG; its <img> carries no alt text,
-    so it is added here for screen readers.
+    so it is added here for screen readers. The element ids are derived from the content,
+    so the same animation gives the same HTML every time.
     """
     html = anim.to_jshtml(default_mode="once")
+    # matplotlib names the player's elements with a random uuid; a hash of the content
+    # keeps them unique per animation and makes two builds of the book byte-identical
+    random_id = re.search(r"_anim_img([0-9a-f]{32})", html).group(1)
+    stable_id = hashlib.sha1(html.replace(random_id, "").encode()).hexdigest()[:32]
+    html = html.replace(random_id, stable_id)
     alt = alt.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
     return html.replace("<img id=", f'<img alt="{alt}" id=', 1)

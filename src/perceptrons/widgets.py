@@ -24,6 +24,38 @@ from .gradient_descent import gd
 from .logistic import logistic_regression
 from .perceptron import pt
 
+#: The slider ranges used in the book, (lowest, highest) value; tests and benchmarks run
+#: every callback over these ranges, end points included.
+RANGES = {
+    "pt_eta": (1e-3, 1e2),
+    "pitfalls_eta": (1e-3, 10**0.5),
+    "momentum_eta": (1e-4, 1e-2),
+    "momentum_alpha": (0.0, 0.99),
+    "logistic_eta": (1e-4, 1.0),
+}
+
+
+def log_slider(description, value, low, high, step=0.05):
+    """A logarithmic ipywidgets slider from ``low`` to ``high`` (both > 0)."""
+    import ipywidgets as widgets
+
+    return widgets.FloatLogSlider(
+        value=value,
+        base=10,
+        min=np.log10(low),
+        max=np.log10(high),
+        step=step,
+        description=description,
+        readout_format=".3g",
+    )
+
+
+def linear_slider(description, value, low, high, step=0.01):
+    """A linear ipywidgets slider from ``low`` to ``high``."""
+    import ipywidgets as widgets
+
+    return widgets.FloatSlider(value=value, min=low, max=high, step=step, description=description)
+
 
 class FigureRenderer:
     """Render a figure to PNG quickly, again and again, while only some artists change.
