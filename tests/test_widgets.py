@@ -70,13 +70,14 @@ def test_animation_html_carries_alt_text():
 
 
 def test_gd_path_demo_over_both_sliders_including_end_points():
+    # the momentum chapter's panel: same start, window and number of steps
     fig, update = widgets.gd_path_demo(
         P.rosenbrock,
         P.rosenbrock_grad,
         np.array([-1.2, 1.0]),
         xlim=(-1.5, 1.5),
         ylim=(-0.5, 1.5),
-        steps=200,
+        steps=500,
     )
     path_line = fig.axes[0].get_lines()[0]
     seen = set()
@@ -87,7 +88,7 @@ def test_gd_path_demo_over_both_sliders_including_end_points():
             xy = path_line.get_xydata()
             assert np.all(np.isfinite(xy)), status
             res = P.gd(
-                P.rosenbrock_grad, [-1.2, 1.0], float(eta), alpha=alpha, steps=200, warn=False
+                P.rosenbrock_grad, [-1.2, 1.0], float(eta), alpha=alpha, steps=500, warn=False
             )
             np.testing.assert_array_equal(xy, res.path)
             if res.diverged:
