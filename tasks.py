@@ -4,6 +4,11 @@
     python3 tasks.py book   # make .venv, install, build the website, print where it is
     python3 tasks.py test   # make .venv, install, run every test (unit, notebooks, book build)
 
+For instructors (see the instructor guide in the book):
+
+    python3 tasks.py labs                      # regenerate labs/release from labs/source
+    python3 tasks.py grade SUBMISSIONS [OUT]   # grade a folder or zip into OUT (grading/)
+
 Only the standard library is used here, so a fresh machine with Python 3.11 is enough.
 """
 
@@ -102,8 +107,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("job", choices=["book", "test", "clean"])
-    job = parser.parse_args().job
+    parser.add_argument("job", choices=["book", "test", "labs", "grade", "clean"])
+    parser.add_argument("submissions", nargs="?", help="grade: folder or zip of submissions")
+    parser.add_argument("out", nargs="?", default="grading", help="grade: output folder")
+    args = parser.parse_args()
+    job = args.job
     try:
         if job == "book":
             setup("requirements-book.txt")
@@ -113,6 +121,17 @@ def main() -> None:
             setup("requirements-test.txt")
             env = dict(os.environ, PYTHONHASHSEED="0")
             run(BIN / "python", "-m", "pytest", env=env)
+        elif job in ("labs", "grade"):
+            setup("requirements-instructor.txt")
+            call = "import sys; sys.path.insert(0, 'labs'); import course; " + (
+                "print('written to', course.generate())"
+                if job == "labs"
+                else f"rows = course.grade({args.submissions!r}, {args.out!r}); "
+                f"print(len(rows), 'notebooks graded; see', {args.out!r} + '/grades.csv')"
+            )
+            if job == "grade" and not args.submissions:
+                parser.error("grade needs the folder or zip of submissions")
+            run(BIN / "python", "-c", call)
         else:
             shutil.rmtree(BUILD, ignore_errors=True)
     except subprocess.CalledProcessError as err:

@@ -1,0 +1,85 @@
+"""What Binder does: a fresh environment from requirements.txt alone runs every student lab."""
+
+import json
+import subprocess
+import venv
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+ROOT = Path(__file__).resolve().parents[1]
+RELEASE = sorted((ROOT / "labs" / "release").glob("*/*.ipynb"))
+
+
+@pytest.fixture(scope="module")
+def binder_kernel(tmp_path_factory):
+    """A kernel in a new virtual environment with only requirements.txt installed."""
+    env_dir = tmp_path_factory.mktemp("binder-env")
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+            "requirements.txt",
+            "-c",
+            "constraints.txt",
+        ],
+        cwd=ROOT,
+        check=True,
+    )
+    spec_dir = tmp_path_factory.mktemp("kernels") / "kernels" / "binder"
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "binder",
+                "language": "python",
+            }
+        )
+    )
+    return spec_dir.parent.parent, python
+
+
+def test_requirements_alone_import_the_package(binder_kernel):
+    _, python = binder_kernel
+    out = subprocess.run(
+        [str(python), "-c", "import perceptrons, ipywidgets; print(perceptrons.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == __import__("perceptrons").__version__
+    missing = subprocess.run([str(python), "-c", "import nbgrader"], capture_output=True)
+    assert missing.returncode != 0, "instructor tools must stay out of the student environment"
+
+
+@pytest.mark.parametrize("path", RELEASE, ids=[p.stem for p in RELEASE])
+def test_student_lab_runs_up_to_its_first_stub(binder_kernel, path, monkeypatch):
+    jupyter_path, _ = binder_kernel
+    monkeypatch.setenv("JUPYTER_PATH", str(jupyter_path))
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb, kernel_name="binder", timeout=120, resources={"metadata": {"path": str(path.parent)}}
+    )
+    with pytest.raises(CellExecutionError) as stopped:
+        client.execute()
+    assert "NotImplementedError" in str(stopped.value)
+    assert "Student exercise:" in str(stopped.value)
+    first_stub = next(
+        i
+        for i, c in enumerate(nb.cells)
+        if "raise NotImplementedError(" in c.source and c.cell_type == "code"
+    )
+    ran = [c for c in nb.cells[:first_stub] if c.cell_type == "code"]
+    assert all(c.get("execution_count") for c in ran), "a cell before the first stub did not run"
+    assert not any(o.get("output_type") == "error" for c in ran for o in c.get("outputs", []))
