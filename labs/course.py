@@ -82,6 +82,7 @@ def generate(labs: Path = LABS, out: Path | None = None) -> Path:
             name = f"{lab}/{lab}.ipynb"
             release = json.loads((course / "release" / name).read_text())
             source = json.loads((labs / "source" / name).read_text())
+            release["metadata"]["mystnb"] = {"execution_mode": "off"}  # the book shows, not runs
             target = out / name
             target.parent.mkdir(parents=True, exist_ok=True)
             text = json.dumps(add_stub_messages(release, source), indent=1, ensure_ascii=False)

@@ -45,11 +45,20 @@ def test_notebooks_are_committed_without_outputs():
                 assert cell["execution_count"] is None, f"{path.name} has execution counts"
 
 
-def test_every_chapter_is_in_the_table_of_contents():
+def test_every_chapter_and_student_lab_is_in_the_table_of_contents():
     listed = set(toc_files())
     on_disk = {f"book/{p.stem}" for p in (ROOT / "book").glob("*.ipynb")}
     on_disk |= {f"book/{p.stem}" for p in (ROOT / "book").glob("*.md")}
+    on_disk |= {
+        str(p.relative_to(ROOT).with_suffix(""))
+        for p in (ROOT / "labs" / "release").glob("*/*.ipynb")
+    }
     assert on_disk == listed
+
+
+def test_student_labs_are_shown_but_never_executed_by_the_build():
+    for path in (ROOT / "labs" / "release").glob("*/*.ipynb"):
+        assert json.loads(path.read_text())["metadata"]["mystnb"] == {"execution_mode": "off"}
 
 
 def load_tasks():
@@ -96,11 +105,15 @@ def test_book_builds_from_clean_with_warnings_as_errors(built_twice):
         source = ROOT / f"{doc}.ipynb"
         if source.exists():  # every figure cell of the notebook shows up as an image
             assert len(images.alts) >= len(figure_cells(source)), f"{doc} lost a figure"
-    executed = list((built_twice[0] / "_build" / "jupyter_execute").rglob("*.ipynb"))
-    assert len(executed) == len([p for p in NOTEBOOKS if p.parent.name == "book"])
-    for nb_path in executed:
+    executed = built_twice[0] / "_build" / "jupyter_execute"
+    chapters = list((executed / "book").glob("*.ipynb"))
+    assert len(chapters) == len([p for p in NOTEBOOKS if p.parent.name == "book"])
+    for nb_path in chapters:
+        assert outputs(nb_path), f"{nb_path.name} was not executed"
         for kind, _ in outputs(nb_path):
             assert kind != "error", f"{nb_path.name} raised an error"
+    for nb_path in (executed / "labs").rglob("*.ipynb"):  # shown, not run
+        assert outputs(nb_path) == [], f"the student lab {nb_path.name} was executed"
 
 
 def test_two_builds_give_identical_outputs(built_twice):
