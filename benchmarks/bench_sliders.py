@@ -47,15 +47,7 @@ def main():
             [dict(eta=e) for e in np.geomspace(*widgets.RANGES["pitfalls_eta"], 11)],
         ),
         "07 momentum, η and α": (
-            widgets.gd_path_demo(
-                P.rosenbrock,
-                P.rosenbrock_grad,
-                np.array([-1.2, 1.0]),
-                xlim=(-1.5, 1.5),
-                ylim=(-0.5, 1.5),
-                steps=500,
-                levels=np.logspace(-1, 3, 15),
-            ),
+            widgets.rosenbrock_demo(),
             [
                 dict(eta=e, alpha=a)
                 for e in np.geomspace(*widgets.RANGES["momentum_eta"], 5)

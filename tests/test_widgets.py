@@ -70,15 +70,7 @@ def test_animation_html_carries_alt_text():
 
 
 def test_gd_path_demo_over_both_sliders_including_end_points():
-    # the momentum chapter's panel: same start, window and number of steps
-    fig, update = widgets.gd_path_demo(
-        P.rosenbrock,
-        P.rosenbrock_grad,
-        np.array([-1.2, 1.0]),
-        xlim=(-1.5, 1.5),
-        ylim=(-0.5, 1.5),
-        steps=500,
-    )
+    fig, update = widgets.rosenbrock_demo()  # the momentum chapter's panel, 500 steps
     path_line = fig.axes[0].get_lines()[0]
     seen = set()
     for eta in np.geomspace(*widgets.RANGES["momentum_eta"], 9):

@@ -20,6 +20,7 @@ from matplotlib.collections import LineCollection
 from PIL import Image
 
 from . import plotting
+from .datasets import rosenbrock, rosenbrock_grad
 from .gradient_descent import gd
 from .logistic import logistic_regression
 from .perceptron import pt
@@ -183,6 +184,21 @@ def gd_path_demo(f, grad, w0, xlim=(-2, 2), ylim=(-2, 2), steps=300, levels=30, 
 
     update.artists = [path_line, end, ax.title]
     return ax.figure, update
+
+
+def rosenbrock_demo(steps=500, ax=None):
+    """The momentum chapter's panel: :func:`gd_path_demo` on the Rosenbrock function from
+    (-1.2, 1), over the window [-1.5, 1.5] x [-0.5, 1.5]. update(eta, alpha) -> status."""
+    return gd_path_demo(
+        rosenbrock,
+        rosenbrock_grad,
+        np.array([-1.2, 1.0]),
+        xlim=(-1.5, 1.5),
+        ylim=(-0.5, 1.5),
+        steps=steps,
+        levels=np.logspace(-1, 3, 15),
+        ax=ax,
+    )
 
 
 def logistic_demo(X, y, steps=500, ax=None):
