@@ -29,18 +29,19 @@ def lab_names(labs: Path = LABS) -> list[str]:
     return sorted(p.name for p in (labs / "source").iterdir() if (p / f"{p.name}.ipynb").exists())
 
 
-def nbgrader(*args, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
-    """Run the nbgrader command line of this Python environment in the course folder ``cwd``."""
+def nbgrader_command(*args, env=None) -> tuple[list[str], dict]:
+    """The nbgrader command line of this Python environment, and an environment in which
+    its helpers (alembic) are found: (argv, env). ``env`` defaults to os.environ."""
     bin_dir = Path(sys.executable).parent
-    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-    return subprocess.run(
-        [str(bin_dir / "nbgrader"), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        **kwargs,
-    )
+    env = dict(os.environ if env is None else env)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    return [str(bin_dir / "nbgrader"), *args], env
+
+
+def nbgrader(*args, cwd: Path) -> subprocess.CompletedProcess:
+    """Run nbgrader in the course folder ``cwd`` and capture what it prints."""
+    argv, env = nbgrader_command(*args)
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
 
 
 def stub_message(source_cell: dict) -> str:
@@ -68,17 +69,26 @@ def add_stub_messages(release_nb: dict, source_nb: dict) -> dict:
     return release_nb
 
 
+def prepare_course(course: Path, labs: Path = LABS) -> list[str]:
+    """Make ``course`` a course folder with the sources, the config, the generated student
+    versions and a gradebook that knows every lab; return the lab names."""
+    course.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(labs / "source", course / "source")
+    shutil.copy(labs / "nbgrader_config.py", course)
+    names = lab_names(labs)
+    for lab in names:
+        proc = nbgrader("generate_assignment", lab, "--create", "--force", cwd=course)
+        if proc.returncode != 0:
+            raise RuntimeError(f"nbgrader could not generate {lab}:\n{proc.stderr[-3000:]}")
+    return names
+
+
 def generate(labs: Path = LABS, out: Path | None = None) -> Path:
     """Generate the student version of every lab into ``out`` (default: labs/release)."""
     out = labs / "release" if out is None else out
     with tempfile.TemporaryDirectory() as tmp:
         course = Path(tmp)
-        shutil.copytree(labs / "source", course / "source")
-        shutil.copy(labs / "nbgrader_config.py", course)
-        for lab in lab_names(labs):
-            proc = nbgrader("generate_assignment", lab, "--create", "--force", cwd=course)
-            if proc.returncode != 0:
-                raise RuntimeError(f"nbgrader could not generate {lab}:\n{proc.stderr[-3000:]}")
+        for lab in prepare_course(course, labs):
             name = f"{lab}/{lab}.ipynb"
             release = json.loads((course / "release" / name).read_text())
             source = json.loads((labs / "source" / name).read_text())
@@ -88,10 +98,6 @@ def generate(labs: Path = LABS, out: Path | None = None) -> Path:
             text = json.dumps(add_stub_messages(release, source), indent=1, ensure_ascii=False)
             target.write_text(text + "\n")
     return out
-
-
-if __name__ == "__main__":
-    print("student versions written to", generate())
 
 
 # ---------------------------------------------------------------------------------------
@@ -128,17 +134,6 @@ def safe_extract(zip_path: Path, target: Path) -> Path:
 
 REPO = LABS.parent
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
-
-
-def prepare_template(course: Path, labs: list[str]) -> None:
-    """A course folder with the sources, the config and a gradebook that knows every lab."""
-    course.mkdir(parents=True)
-    shutil.copytree(LABS / "source", course / "source")
-    shutil.copy(LABS / "nbgrader_config.py", course)
-    for lab in labs:
-        proc = nbgrader("generate_assignment", lab, "--create", "--force", cwd=course)
-        if proc.returncode != 0:
-            raise RuntimeError(f"nbgrader could not prepare {lab}:\n{proc.stderr[-3000:]}")
 
 
 def have_bwrap() -> bool:
@@ -250,10 +245,9 @@ def grade_one(
             config.write(f"c.KernelManager.ip = {str(course / 'runtime' / 'kernel')!r}\n")
     else:
         (course / "runtime").mkdir()
-    bin_dir = Path(sys.executable).parent
-    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    argv, env = nbgrader_command(*args, env=env)
     proc = subprocess.Popen(
-        [str(bin_dir / "nbgrader"), *args],
+        argv,
         cwd=course,
         env=env,
         stdout=subprocess.PIPE,
@@ -298,17 +292,17 @@ def grade(submissions, out, cell_timeout=60, lab_timeout=600, memory_gb=4.0, san
 
     submissions, out = Path(submissions).resolve(), Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    sandbox = have_bwrap() if sandbox is None else sandbox
-    if sandbox and not have_bwrap():
+    bwrap = have_bwrap()
+    sandbox = bwrap if sandbox is None else sandbox
+    if sandbox and not bwrap:
         raise RuntimeError("`sandbox=True` needs bubblewrap (Debian package bubblewrap)")
-    labs = lab_names()
     rows = []
     with tempfile.TemporaryDirectory(prefix="grading-") as tmp:
         work = Path(tmp)
         if submissions.suffix == ".zip":
             submissions = safe_extract(submissions, work / "unzipped")
         template = work / "template"
-        prepare_template(template, labs)
+        labs = prepare_course(template)
         hide = [REPO, submissions, out]
         for student, notebooks in find_submissions(submissions, labs).items():
             for lab, notebook in notebooks.items():
@@ -343,3 +337,7 @@ def grade(submissions, out, cell_timeout=60, lab_timeout=600, memory_gb=4.0, san
         writer.writeheader()
         writer.writerows(rows)
     return rows
+
+
+if __name__ == "__main__":
+    print("student versions written to", generate())
