@@ -50,6 +50,11 @@ def as_vector(v, name: str, size: int | None = None) -> np.ndarray:
     return a
 
 
+def initial_weights(w0, size: int) -> np.ndarray:
+    """A fresh copy of the start weights ``w0`` of shape (size,); None means the zero vector."""
+    return np.zeros(size) if w0 is None else as_vector(w0, "w0", size=size).copy()
+
+
 def as_targets(c, n: int, name: str = "c") -> np.ndarray:
     """Return real-valued targets of shape (n,) (delta rule, least squares)."""
     return as_vector(c, name, size=n)

@@ -123,7 +123,7 @@ def _setup(X, c, eta, w0, max_epochs, tol, stop):
     max_epochs = _checks.positive_int(max_epochs, "max_epochs")
     tol = _checks.positive(tol, "tol")
     stop = _checks.choice(stop, "stop", _STOPS)
-    w = np.zeros(Xa.shape[1]) if w0 is None else _checks.as_vector(w0, "w0", Xa.shape[1]).copy()
+    w = _checks.initial_weights(w0, Xa.shape[1])
     return Xa, c, eta, w, max_epochs, tol, stop
 
 
@@ -181,7 +181,7 @@ def lms(X, d, eta, w0=None) -> LMSResult:
     Xa = augment(X)
     d = _checks.as_targets(d, Xa.shape[0], name="d")
     eta = _checks.positive(eta, "eta")
-    w = np.zeros(Xa.shape[1]) if w0 is None else _checks.as_vector(w0, "w0", Xa.shape[1]).copy()
+    w = _checks.initial_weights(w0, Xa.shape[1])
     with np.errstate(over="ignore", invalid="ignore"):
         ws, errors = _lms_pass(Xa, d, eta, w)
     if not (np.all(np.isfinite(ws)) and np.all(np.isfinite(errors))):

@@ -79,7 +79,7 @@ def logistic_regression(
     """
     Xa = augment(X)
     y = _checks.as_binary01(y, Xa.shape[0], both=True)  # one class alone has no finite MLE
-    w = np.zeros(Xa.shape[1]) if w0 is None else _checks.as_vector(w0, "w0", Xa.shape[1])
+    w = _checks.initial_weights(w0, Xa.shape[1])
     res = gd(lambda w: -_ll_grad(w, Xa, y), w, eta, alpha, steps, tol, warn=warn)
     lls = np.array([_ll(w, Xa, y) for w in res.path])
     return LogisticResult(res.w, res.path, lls, res.steps, res.converged, res.diverged)

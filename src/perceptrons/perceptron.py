@@ -120,7 +120,7 @@ def pt(X, c, eta=1.0, w0=None, max_epochs=100, order="cyclic", rng=None, warn=Tr
     order = _checks.choice(order, "order", ("cyclic", "random"))
     rng = np.random.default_rng(rng)
 
-    w = np.zeros(d) if w0 is None else _checks.as_vector(w0, "w0", size=d).copy()  # 1. init
+    w = _checks.initial_weights(w0, d)  # 1. init
     ws, updated = [w.copy()], []
     converged = False
     for t in range(1, max_epochs + 1):  # 2-3. REPEAT, t = t + 1 (t counts epochs here)
@@ -195,7 +195,7 @@ def batch_perceptron(X, c, eta=1.0, w0=None, max_epochs=1000, warn=True) -> Batc
     eta = _checks.positive(eta, "eta")
     max_epochs = _checks.positive_int(max_epochs, "max_epochs")
 
-    w = np.zeros(d) if w0 is None else _checks.as_vector(w0, "w0", size=d).copy()
+    w = _checks.initial_weights(w0, d)
     ws, Js, Ms = [w.copy()], [], []
     for t in range(max_epochs + 1):
         J, grad, size_M = perceptron_criterion(w, Xa, s)
