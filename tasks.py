@@ -44,24 +44,15 @@ def digest(*paths: Path) -> str:
     return h.hexdigest()
 
 
-def setup(requirements: str) -> None:
-    """Create .venv if needed and install `requirements` (pinned by constraints.txt) into it."""
-    if sys.version_info < (3, 11):
-        sys.exit(f"Python 3.11 or newer is needed; this is {sys.version.split()[0]}.")
-    if not (BIN / "python").exists():
-        print(f"Creating the virtual environment {VENV.name}/", flush=True)
-        venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
-    reqs = [
-        ROOT / "requirements.txt",
-        ROOT / "requirements-book.txt",
-        ROOT / "requirements-test.txt",
-    ]
-    stamp = VENV / f".installed-{requirements}"
-    want = digest(*reqs, ROOT / "constraints.txt", ROOT / "pyproject.toml")
-    if stamp.exists() and stamp.read_text() == want:
-        return
+def install(env_dir: Path, requirements: str) -> Path:
+    """Create the virtual environment ``env_dir`` if needed and pip-install ``requirements``
+    into it, pinned by constraints.txt; return its python."""
+    python = env_dir / ("Scripts" if os.name == "nt" else "bin") / "python"
+    if not python.exists():
+        print(f"Creating the virtual environment {env_dir.name}/", flush=True)
+        venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
     run(
-        BIN / "python",
+        python,
         "-m",
         "pip",
         "install",
@@ -72,6 +63,19 @@ def setup(requirements: str) -> None:
         "-c",
         "constraints.txt",
     )
+    return python
+
+
+def setup(requirements: str) -> None:
+    """Install `requirements` into .venv, unless nothing they depend on has changed."""
+    if sys.version_info < (3, 11):
+        sys.exit(f"Python 3.11 or newer is needed; this is {sys.version.split()[0]}.")
+    stamp = VENV / f".installed-{requirements}"
+    reqs = sorted(ROOT.glob("requirements*.txt"))  # -r includes reach any of them
+    want = digest(*reqs, ROOT / "constraints.txt", ROOT / "pyproject.toml")
+    if stamp.exists() and stamp.read_text() == want:
+        return
+    install(VENV, requirements)
     stamp.write_text(want)
 
 

@@ -2,11 +2,11 @@
 
 import json
 import subprocess
-import venv
 from pathlib import Path
 
 import nbformat
 import pytest
+from _helpers import load_module
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
@@ -17,25 +17,8 @@ RELEASE = sorted((ROOT / "labs" / "release").glob("*/*.ipynb"))
 @pytest.fixture(scope="module")
 def binder_kernel(tmp_path_factory):
     """A kernel in a new virtual environment with only requirements.txt installed."""
-    env_dir = tmp_path_factory.mktemp("binder-env")
-    venv.EnvBuilder(with_pip=True).create(env_dir)
-    python = env_dir / "bin" / "python"
-    subprocess.run(
-        [
-            str(python),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "-r",
-            "requirements.txt",
-            "-c",
-            "constraints.txt",
-        ],
-        cwd=ROOT,
-        check=True,
-    )
+    tasks = load_module("tasks", ROOT / "tasks.py")
+    python = tasks.install(tmp_path_factory.mktemp("binder-env"), "requirements.txt")
     spec_dir = tmp_path_factory.mktemp("kernels") / "kernels" / "binder"
     spec_dir.mkdir(parents=True)
     (spec_dir / "kernel.json").write_text(

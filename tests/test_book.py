@@ -1,12 +1,12 @@
 """The book builds from scratch with warnings as errors, twice the same, from clean notebooks."""
 
-import importlib.util
 import json
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 import yaml
+from _helpers import load_module
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb")) + sorted((ROOT / "labs").rglob("*.ipynb"))
@@ -61,13 +61,6 @@ def test_student_labs_are_shown_but_never_executed_by_the_build():
         assert json.loads(path.read_text())["metadata"]["mystnb"] == {"execution_mode": "off"}
 
 
-def load_tasks():
-    spec = importlib.util.spec_from_file_location("tasks", ROOT / "tasks.py")
-    tasks = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tasks)
-    return tasks
-
-
 def outputs(path):
     """The text, HTML and image outputs of an executed notebook, cell by cell."""
     nb = json.loads(path.read_text())
@@ -85,7 +78,7 @@ def outputs(path):
 @pytest.fixture(scope="module")
 def built_twice(tmp_path_factory):
     """The book built from scratch twice, the way `python3 tasks.py book` builds it."""
-    tasks = load_tasks()
+    tasks = load_module("tasks", ROOT / "tasks.py")
     roots = [tmp_path_factory.mktemp(f"build{k}") for k in (1, 2)]
     for root in roots:
         tasks.build_book(root)  # raises CalledProcessError on any warning (-W)
@@ -128,6 +121,6 @@ def test_two_builds_give_identical_outputs(built_twice):
 
 
 def test_build_records_the_package_digest(built_twice):
-    tasks = load_tasks()
+    tasks = load_module("tasks", ROOT / "tasks.py")
     stamp = built_twice[0] / "_build" / ".src-digest"
     assert stamp.read_text() == tasks.digest(ROOT / "src")

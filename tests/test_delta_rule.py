@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from _helpers import central_difference
 
 import perceptrons as P
 
@@ -11,10 +12,6 @@ def regression_data(n=40, p=3, seed=0):
     X = rng.normal(size=(n, p))
     c = 0.5 + X @ rng.normal(size=p) + 0.1 * rng.normal(size=n)
     return X, c
-
-
-def central_difference(f, w, h=1e-6):
-    return np.array([(f(w + h * e) - f(w - h * e)) / (2 * h) for e in np.eye(len(w))])
 
 
 def test_lls_matches_numpy_lstsq():

@@ -2,12 +2,9 @@
 
 import numpy as np
 import pytest
+from _helpers import central_difference
 
 import perceptrons as P
-
-
-def central_difference(f, w, h=1e-6):
-    return np.array([(f(w + h * e) - f(w - h * e)) / (2 * h) for e in np.eye(len(w))])
 
 
 @pytest.mark.parametrize("point", [(0.3, -0.8), (1.0, 1.0), (-1.2, 0.4), (0.0, 0.0), (2.0, -1.5)])

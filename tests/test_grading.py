@@ -1,26 +1,19 @@
 """The labs: student versions up to date, and grading that survives hostile submissions."""
 
 import hashlib
-import importlib.util
 import json
 import os
 import time
 from pathlib import Path
 
 import pytest
+from _helpers import load_module
 
 ROOT = Path(__file__).resolve().parents[1]
 LABS = ROOT / "labs"
 
 
-def load_course():
-    spec = importlib.util.spec_from_file_location("course", LABS / "course.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-course = load_course()
+course = load_module("course", LABS / "course.py")
 
 
 def notebook(kind, lab):

@@ -2,13 +2,10 @@
 
 import numpy as np
 import pytest
+from _helpers import central_difference
 from sklearn.linear_model import LogisticRegression
 
 import perceptrons as P
-
-
-def central_difference(f, w, h=1e-6):
-    return np.array([(f(w + h * e) - f(w - h * e)) / (2 * h) for e in np.eye(len(w))])
 
 
 def overlapping_classes(n=120, seed=0):
