@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,9 @@ import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "tools"))
+from vendor_assets import vendor_assets  # noqa: E402  (standard library only)
+
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 BUILD = ROOT / "_build"
@@ -79,12 +83,50 @@ def setup(requirements: str) -> None:
     stamp.write_text(want)
 
 
-def build_book(root: Path = ROOT) -> Path:
+def repository_url() -> str | None:
+    """The public GitHub repository of this book, for the launch buttons: $BOOK_REPOSITORY_URL
+    (the Pages workflow sets it), else the `origin` remote if it is on GitHub, else None."""
+    url = os.environ.get("BOOK_REPOSITORY_URL", "").strip()
+    if not url:
+        found = subprocess.run(
+            ["git", "remote", "get-url", "origin"], cwd=ROOT, capture_output=True, text=True
+        )
+        url = found.stdout.strip() if found.returncode == 0 else ""
+    match = re.fullmatch(
+        r"(?:https://github\.com/|git@github\.com:)([\w.-]+)/([\w.-]+?)(?:\.git)?/?", url
+    )
+    return f"https://github.com/{match[1]}/{match[2]}" if match else None
+
+
+def book_config(out: Path, repository: str | None) -> Path:
+    """The configuration to build with: _config.yml, plus Binder launch buttons when the
+    repository is known (Jupyter Book would otherwise point them at its own repository)."""
+    if repository is None:
+        return ROOT / "_config.yml"
+    config = out / "_config.launch.yml"
+    out.mkdir(parents=True, exist_ok=True)
+    branch = os.environ.get("BOOK_REPOSITORY_BRANCH", "main")
+    config.write_text(
+        (ROOT / "_config.yml").read_text()
+        + "\n# Added by tasks.py: the repository is known, so pages get Binder buttons.\n"
+        + "repository:\n"
+        + f'  url: "{repository}"\n'
+        + f'  branch: "{branch}"\n'
+        + "launch_buttons:\n"
+        + '  binderhub_url: "https://mybinder.org"\n'
+        + '  notebook_interface: "jupyterlab"\n'
+    )
+    return config
+
+
+def build_book(root: Path = ROOT, repository: str | None = None) -> Path:
     """Build the website into `root`/_build with warnings as errors; return its index.html.
 
-    Executed notebooks are cached in `root`/_build/.jupyter_cache between builds.
+    `repository` is the GitHub URL the Binder buttons open (none without it). Executed
+    notebooks are cached in `root`/_build/.jupyter_cache between builds.
     """
     out = root / "_build"
+    vendor_assets()  # MathJax and the widget manager, served from the site
     # jupyter-cache keys on the notebooks only: drop it when the package they import changes.
     src_stamp = out / ".src-digest"
     want = digest(ROOT / "src")
@@ -101,6 +143,8 @@ def build_book(root: Path = ROOT) -> Path:
         "--warningiserror",
         "--nitpick",
         "--keep-going",
+        "--config",
+        book_config(out, repository),
         env=env,
     )
     src_stamp.write_text(want)
@@ -119,7 +163,7 @@ def main() -> None:
     try:
         if job == "book":
             setup("requirements-book.txt")
-            index = build_book()
+            index = build_book(repository=repository_url())
             print(f"\nThe book is built. Open {index.relative_to(ROOT)} in a browser.")
         elif job == "test":
             setup("requirements-test.txt")

@@ -1,0 +1,130 @@
+"""Look at the built website the way a reader does: in a headless Chromium, offline.
+
+Used by tests/test_browser.py and by `python3 tasks.py screenshots` / `python3 tasks.py pdf`.
+Only the standard library: tasks.py imports this before the virtual environment exists.
+
+    with Site(Path("_build/html")) as site:
+        page = load(site.url("index.html"))      # the DOM after scripts ran, console messages
+        screenshot(site.url("index.html"), Path("index.png"), width=390)
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+CHROMIUM = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+CONSOLE = re.compile(r':CONSOLE[^\]]*\] "(?P<message>.*)", source: (?P<source>\S*) \((?P<line>\d+)\)')
+
+
+def find_chromium() -> str | None:
+    """The Chromium executable ($CHROMIUM, else the first on PATH), or None."""
+    names = [os.environ["CHROMIUM"]] if os.environ.get("CHROMIUM") else CHROMIUM
+    return next((found for name in names if (found := shutil.which(name))), None)
+
+
+class Site:
+    """Serve `root` on 127.0.0.1 (a free port) and record every request's path and status."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.requests: list[tuple[str, int]] = []
+
+    def __enter__(self) -> Site:
+        site = self
+
+        class Handler(SimpleHTTPRequestHandler):
+            def log_request(self, code="-", size="-"):
+                site.requests.append((self.path, int(code)))
+
+            def log_message(self, *args):  # quiet
+                pass
+
+        handler = functools.partial(Handler, directory=str(self.root))
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}/{path}"
+
+    def failures(self) -> list[tuple[str, int]]:
+        """Requests answered with an error (404 for a missing asset, ...)."""
+        return [(path, code) for path, code in self.requests if code >= 400]
+
+
+def chromium(url: str, *options: str, budget_ms: int = 10_000) -> subprocess.CompletedProcess:
+    """Run headless Chromium on `url` with no network but 127.0.0.1; scripts get `budget_ms`
+    of virtual time. Console messages go to stderr (see `console`)."""
+    executable = find_chromium()
+    if executable is None:
+        raise FileNotFoundError("Chromium is not installed (Debian: apt-get install chromium)")
+    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+        return subprocess.run(
+            [
+                executable,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--hide-scrollbars",
+                f"--user-data-dir={profile}",
+                # offline: every host but the local server fails to resolve, like behind a
+                # firewall; a page that needs a CDN shows it
+                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+                "--enable-logging=stderr",
+                "--v=0",
+                f"--virtual-time-budget={budget_ms}",
+                *options,
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+
+
+def console(stderr: str) -> list[str]:
+    """The page's console messages (all levels) in Chromium's log."""
+    return [f"{m['message']} ({m['source']}:{m['line']})" for m in CONSOLE.finditer(stderr)]
+
+
+@dataclass
+class Page:
+    dom: str  # the document after its scripts ran
+    console: list[str]
+
+
+def load(url: str) -> Page:
+    done = chromium(url, "--dump-dom")
+    return Page(dom=done.stdout, console=console(done.stderr))
+
+
+def screenshot(url: str, png: Path, width: int, height: int = 2400) -> Path:
+    """Save the top `height` CSS pixels of the page at window `width` as a PNG."""
+    png.parent.mkdir(parents=True, exist_ok=True)
+    chromium(url, f"--window-size={width},{height}", f"--screenshot={png}")
+    return png
+
+
+def print_pdf(url: str, pdf: Path) -> Path:
+    """Print the page to `pdf` (A4-ish default paper, backgrounds, no header or footer)."""
+    pdf.parent.mkdir(parents=True, exist_ok=True)
+    chromium(url, f"--print-to-pdf={pdf}", "--no-pdf-header-footer", budget_ms=30_000)
+    return pdf
