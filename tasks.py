@@ -133,7 +133,10 @@ def build_book(root: Path = ROOT, repository: str | None = None) -> Path:
     if not src_stamp.exists() or src_stamp.read_text() != want:
         shutil.rmtree(out / ".jupyter_cache", ignore_errors=True)
         shutil.rmtree(out / "jupyter_execute", ignore_errors=True)
-    env = dict(os.environ, PYTHONHASHSEED="0")
+    # _ext on the path: Jupyter Book looks for local_extensions next to the config file,
+    # which is not the case for the generated one (book_config)
+    python_path = os.pathsep.join(filter(None, [str(ROOT / "_ext"), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=python_path)
     run(
         BIN / "jupyter-book",
         "build",

@@ -6,6 +6,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+# The tests build the book as if it lived here, to check the Binder buttons it then gets.
+STAND_IN_REPOSITORY = "https://github.com/example-org/example-course"
 
 
 def load_module(name, path):
@@ -14,6 +16,17 @@ def load_module(name, path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def toc_files():
+    """The documents of the table of contents, as paths without suffix ('book/01_neuron')."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc["parts"]:
+        files += [chapter["file"] for chapter in part["chapters"]]
+    return files
 
 
 def central_difference(f, w, h=1e-6):

@@ -4,9 +4,7 @@ import json
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pytest
-import yaml
-from _helpers import load_module
+from _helpers import STAND_IN_REPOSITORY, load_module, toc_files
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb")) + sorted((ROOT / "labs").rglob("*.ipynb"))
@@ -25,14 +23,6 @@ class ImageAlts(HTMLParser):
 def figure_cells(path):
     nb = json.loads(path.read_text())
     return [c for c in nb["cells"] if "figure" in c.get("metadata", {}).get("mystnb", {})]
-
-
-def toc_files():
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for part in toc["parts"]:
-        files += [ch["file"] for ch in part["chapters"]]
-    return files
 
 
 def test_notebooks_are_committed_without_outputs():
@@ -75,18 +65,8 @@ def outputs(path):
     return found
 
 
-@pytest.fixture(scope="module")
-def built_twice(tmp_path_factory):
-    """The book built from scratch twice, the way `python3 tasks.py book` builds it."""
-    tasks = load_module("tasks", ROOT / "tasks.py")
-    roots = [tmp_path_factory.mktemp(f"build{k}") for k in (1, 2)]
-    for root in roots:
-        tasks.build_book(root)  # raises CalledProcessError on any warning (-W)
-    return roots
-
-
-def test_book_builds_from_clean_with_warnings_as_errors(built_twice):
-    html = built_twice[0] / "_build" / "html"
+def test_book_builds_from_clean_with_warnings_as_errors(built_books):
+    html = built_books[0] / "_build" / "html"
     for doc in toc_files():
         page = html / f"{doc}.html"
         assert page.exists(), f"{doc} was not built"
@@ -98,7 +78,7 @@ def test_book_builds_from_clean_with_warnings_as_errors(built_twice):
         source = ROOT / f"{doc}.ipynb"
         if source.exists():  # every figure cell of the notebook shows up as an image
             assert len(images.alts) >= len(figure_cells(source)), f"{doc} lost a figure"
-    executed = built_twice[0] / "_build" / "jupyter_execute"
+    executed = built_books[0] / "_build" / "jupyter_execute"
     chapters = list((executed / "book").glob("*.ipynb"))
     assert len(chapters) == len([p for p in NOTEBOOKS if p.parent.name == "book"])
     for nb_path in chapters:
@@ -109,8 +89,8 @@ def test_book_builds_from_clean_with_warnings_as_errors(built_twice):
         assert outputs(nb_path) == [], f"the student lab {nb_path.name} was executed"
 
 
-def test_two_builds_give_identical_outputs(built_twice):
-    first, second = (root / "_build" / "jupyter_execute" for root in built_twice)
+def test_two_builds_give_identical_outputs(built_books):
+    first, second = (root / "_build" / "jupyter_execute" for root in built_books)
     names = sorted(p.relative_to(first) for p in first.rglob("*.ipynb"))
     assert names == sorted(p.relative_to(second) for p in second.rglob("*.ipynb"))
     for name in names:
@@ -120,7 +100,20 @@ def test_two_builds_give_identical_outputs(built_twice):
             assert x == y, f"{name}: a {kind} output differs between two builds"
 
 
-def test_build_records_the_package_digest(built_twice):
+def test_build_records_the_package_digest(built_books):
     tasks = load_module("tasks", ROOT / "tasks.py")
-    stamp = built_twice[0] / "_build" / ".src-digest"
+    stamp = built_books[0] / "_build" / ".src-digest"
     assert stamp.read_text() == tasks.digest(ROOT / "src")
+
+
+def test_binder_buttons_only_for_a_known_repository(built_books):
+    with_repository, without = (root / "_build" / "html" for root in built_books)
+    for doc in toc_files():
+        has_notebook = (ROOT / f"{doc}.ipynb").exists()
+        link = (
+            f'href="https://mybinder.org/v2/gh/{STAND_IN_REPOSITORY.removeprefix("https://github.com/")}'
+            f'/main?urlpath=lab/tree/{doc}.ipynb"'
+        )
+        assert (link in (with_repository / f"{doc}.html").read_text()) == has_notebook, doc
+        # without a repository, no button (Jupyter Book's default would open its own repo)
+        assert "mybinder.org" not in (without / f"{doc}.html").read_text(), doc

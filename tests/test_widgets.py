@@ -54,11 +54,13 @@ def test_small_multiples_makes_one_panel_per_value():
 def test_slider_panel_calls_update_with_slider_values():
     calls = []
     fig, _ = plt.subplots()
-    slider = ipywidgets.FloatSlider(value=0.5, min=0, max=1)
+    slider = ipywidgets.FloatSlider(value=0.5, min=0, max=1, description="η")
     box = widgets.slider_panel(fig, lambda eta: calls.append(eta) or f"eta {eta}", eta=slider)
     slider.value = 0.75
     assert calls == [0.5, 0.75]
     assert box.children[1].value == "eta 0.75"
+    figure = box.children[2].value
+    assert figure.startswith('<img alt="The figure for η = 0.75: eta 0.75" src="data:image/png;')
 
 
 def test_animation_html_carries_alt_text():
@@ -67,6 +69,16 @@ def test_animation_html_carries_alt_text():
     anim = FuncAnimation(fig, lambda k: (line.set_data([0, k], [0, k]), line)[1:], frames=2)
     html = plotting.animation_html(anim, 'PT moves the "line"')
     assert '<img alt="PT moves the &quot;line&quot;" id=' in html
+
+
+def test_animation_player_needs_no_icon_font_from_a_cdn():
+    fig, ax = plt.subplots()
+    (line,) = ax.plot([], [])
+    anim = FuncAnimation(fig, lambda k: (line.set_data([0, k], [0, k]), line)[1:], frames=2)
+    html = plotting.animation_html(anim, "a line")
+    assert "https://" not in html and 'class="fa' not in html
+    assert html.count('<span aria-hidden="true">') == 9  # one symbol per button
+    assert 'aria-label="Play backwards"' in html  # the buttons keep their names
 
 
 def test_gd_path_demo_over_both_sliders_including_end_points():

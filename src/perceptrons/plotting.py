@@ -120,4 +120,28 @@ def animation_html(anim, alt: str) -> str:
     stable_id = hashlib.sha1(html.replace(random_id, "").encode()).hexdigest()[:32]
     html = html.replace(random_id, stable_id)
     alt = alt.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
-    return html.replace("<img id=", f'<img alt="{alt}" id=', 1)
+    html = html.replace("<img id=", f'<img alt="{alt}" id=', 1)
+    # the player's buttons draw Font Awesome icons from a CDN stylesheet, blank offline;
+    # plain characters serve (each button already has a title and an aria-label)
+    html = re.sub(r'<link rel="stylesheet"\s+href="https://[^"]*font-awesome[^"]*">', "", html)
+    return re.sub(r'<i class="fa ([^"]+)"></i>', _player_symbol, html)
+
+
+_PLAYER_SYMBOLS = {
+    "fa-minus": "\u2212",  # slower
+    "fa-fast-backward": "\u23ee",
+    "fa-step-backward": "\u25c1",
+    "fa-play fa-flip-horizontal": "\u25c0",  # play backwards
+    "fa-pause": "\u23f8",
+    "fa-play": "\u25b6",
+    "fa-step-forward": "\u25b7",
+    "fa-fast-forward": "\u23ed",
+    "fa-plus": "+",  # faster
+}
+
+
+def _player_symbol(match: re.Match) -> str:
+    symbol = _PLAYER_SYMBOLS.get(match[1])
+    if symbol is None:  # a matplotlib with other buttons: add them above
+        raise RuntimeError(f"unknown animation button icon {match[1]!r}")
+    return f'<span aria-hidden="true">{symbol}</span>'

@@ -10,6 +10,8 @@ once and then only the moving artists. Benchmarks and tests call ``update`` dire
 
 from __future__ import annotations
 
+import base64
+import html
 import io
 from collections.abc import Callable
 
@@ -92,17 +94,22 @@ class FigureRenderer:
 def slider_panel(fig, update: Callable[..., str], **sliders):
     """An ipywidgets box with ``sliders`` (name -> widget) above the figure ``fig``.
 
-    Moving a slider calls ``update(**values)`` and shows the redrawn figure and its status.
+    Moving a slider calls ``update(**values)`` and shows the redrawn figure and its status;
+    the figure is an <img> whose alt text says the slider values and the status in words.
+    (An ``ipywidgets.Image`` has no alt text, and its tooltip breaks its saved view.)
     """
     import ipywidgets as widgets
 
     plt.close(fig)  # shown through the Image widget only, not again by the inline backend
     renderer = FigureRenderer(fig, getattr(update, "artists", ()))
-    image, status = widgets.Image(format="png"), widgets.Label()
+    image, status = widgets.HTML(), widgets.Label()
 
     def redraw(_=None):
         status.value = update(**{name: w.value for name, w in sliders.items()})
-        image.value = renderer.png()
+        values = ", ".join(f"{w.description} = {w.value:.3g}" for w in sliders.values())
+        alt = html.escape(f"The figure for {values}: {status.value}")
+        png = base64.b64encode(renderer.png()).decode()
+        image.value = f'<img alt="{alt}" src="data:image/png;base64,{png}">'
 
     for w in sliders.values():
         w.continuous_update = False
