@@ -2,7 +2,13 @@
 """The course's two jobs, each a single command that also sets everything up.
 
     python3 tasks.py book   # make .venv, install, build the website, print where it is
-    python3 tasks.py test   # make .venv, install, run every test (unit, notebooks, book build)
+    python3 tasks.py test   # make .venv, install, run the commit hooks and every test
+
+To look at the website without a browser at hand, or to print it (both need Chromium,
+`apt-get install chromium` on Debian):
+
+    python3 tasks.py screenshots   # every page at desktop and phone width: _build/screenshots/
+    python3 tasks.py pdf           # the whole book as one PDF: _build/pdf/book.pdf
 
 For instructors (see the instructor guide in the book):
 
@@ -26,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "tools"))
-from vendor_assets import vendor_assets  # noqa: E402  (standard library only)
+from vendor_assets import vendor_assets  # noqa: E402  (standard library only, like browser)
 
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
@@ -119,10 +125,12 @@ def book_config(out: Path, repository: str | None) -> Path:
     return config
 
 
-def build_book(root: Path = ROOT, repository: str | None = None) -> Path:
-    """Build the website into `root`/_build with warnings as errors; return its index.html.
+def build_book(root: Path = ROOT, repository: str | None = None, builder: str = "html") -> Path:
+    """Build the website into `root`/_build/`builder` with warnings as errors; return its
+    index.html.
 
-    `repository` is the GitHub URL the Binder buttons open (none without it). Executed
+    `repository` is the GitHub URL the Binder buttons open (none without it); `builder` is
+    "html" (the website) or "singlehtml" (the whole book on one page, for the PDF). Executed
     notebooks are cached in `root`/_build/.jupyter_cache between builds.
     """
     out = root / "_build"
@@ -146,19 +154,53 @@ def build_book(root: Path = ROOT, repository: str | None = None) -> Path:
         "--warningiserror",
         "--nitpick",
         "--keep-going",
+        "--builder",
+        builder,
         "--config",
         book_config(out, repository),
         env=env,
     )
     src_stamp.write_text(want)
-    return out / "html" / "index.html"
+    if builder == "singlehtml":
+        # the one page is written at the root document's path (book/intro.html) but links
+        # its assets as if it were at the top; put it there, in place of the redirect
+        page = out / builder / f"{toc_documents()[0]}.html"
+        shutil.copyfile(page, out / builder / "index.html")
+    return out / builder / "index.html"
+
+
+def toc_documents() -> list[str]:
+    """The pages of _toc.yml in reading order ('book/intro', 'book/00_tour', ...)."""
+    return re.findall(r"^\s*(?:root|- file):\s*(\S+)\s*$", (ROOT / "_toc.yml").read_text(), re.M)
+
+
+def screenshots(html: Path, out: Path) -> list[Path]:
+    """PNGs of the top of every page at desktop (1280 px) and phone (390 px) width."""
+    from browser import Site, screenshot
+
+    shots = []
+    with Site(html) as site:
+        for doc in toc_documents():
+            for device, width in (("desktop", 1280), ("phone", 390)):
+                png = out / device / f"{doc.replace('/', '__')}.png"
+                shots.append(screenshot(site.url(f"{doc}.html"), png, width))
+    return shots
+
+
+def pdf(singlehtml: Path, out: Path) -> Path:
+    """The one-page book printed to PDF by Chromium, MathJax typeset, widgets drawn."""
+    from browser import Site, print_pdf
+
+    with Site(singlehtml) as site:
+        return print_pdf(site.url("index.html"), out)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("job", choices=["book", "test", "labs", "grade", "clean"])
+    jobs = ["book", "test", "screenshots", "pdf", "labs", "grade", "clean"]
+    parser.add_argument("job", choices=jobs)
     parser.add_argument("submissions", nargs="?", help="grade: folder or zip of submissions")
     parser.add_argument("out", nargs="?", default="grading", help="grade: output folder")
     args = parser.parse_args()
@@ -168,8 +210,23 @@ def main() -> None:
             setup("requirements-book.txt")
             index = build_book(repository=repository_url())
             print(f"\nThe book is built. Open {index.relative_to(ROOT)} in a browser.")
+        elif job == "screenshots":
+            setup("requirements-book.txt")
+            index = build_book(repository=repository_url())
+            shots = screenshots(index.parent, BUILD / "screenshots")
+            print(f"\n{len(shots)} screenshots in _build/screenshots/ (desktop/, phone/).")
+        elif job == "pdf":
+            setup("requirements-book.txt")
+            index = build_book(builder="singlehtml")
+            book = pdf(index.parent, BUILD / "pdf" / "book.pdf")
+            print(f"\nThe book as one PDF: {book.relative_to(ROOT)}")
         elif job == "test":
             setup("requirements-test.txt")
+            # the commit hooks first (.pre-commit-config.yaml): lint, format, clean notebooks
+            if (ROOT / ".git").exists():
+                run(BIN / "pre-commit", "run", "--all-files", "--show-diff-on-failure")
+            else:
+                print("Not a git checkout: the pre-commit hooks were NOT run.", flush=True)
             env = dict(os.environ, PYTHONHASHSEED="0")
             run(BIN / "python", "-m", "pytest", env=env)
         elif job in ("labs", "grade"):

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
 
 import pytest
-from _helpers import ROOT, STAND_IN_REPOSITORY, toc_files
+from _helpers import ROOT, STAND_IN_REPOSITORY, load_module, toc_files
 
 sys.path.insert(0, str(ROOT / "tools"))
 import browser  # noqa: E402
@@ -72,7 +72,8 @@ def site(built_books):
         pytest.skip("Chromium is not installed (apt-get install chromium); CI runs these tests")
     html = built_books[0] / "_build" / "html"
     with browser.Site(html) as server, ThreadPoolExecutor(2) as pool:
-        pages = dict(zip(DOCS, pool.map(lambda d: browser.load(server.url(f"{d}.html")), DOCS)))
+        loaded = pool.map(lambda doc: browser.load(server.url(f"{doc}.html")), DOCS)
+        pages = dict(zip(DOCS, loaded, strict=True))
     missing = [(p, c) for p, c in server.requests if p.endswith(".html") and c != 200]
     assert not missing, f"pages that did not load: {missing}"
     return {
@@ -198,3 +199,23 @@ def test_screenshots_show_the_page(site, tmp_path, width):
     pixels = matplotlib.image.imread(png)
     assert pixels.shape[:2] == (2400, width)
     assert pixels.std() > 0.05, "the screenshot is blank"
+
+
+def test_pdf_of_the_whole_book(site, built_books, tmp_path):
+    """`python3 tasks.py pdf`: the book on one page, typeset, printed by Chromium."""
+    tasks = load_module("tasks", ROOT / "tasks.py")
+    index = tasks.build_book(built_books[0], builder="singlehtml")
+    with browser.Site(index.parent) as server:
+        page = browser.load(server.url("index.html"))
+    dom = Dom(page.dom)
+    assert len(dom.find("mjx-container")) > 500 and not dom.find("mjx-merror")
+    for doc in DOCS:  # every chapter and lab is on the page, with its figures
+        source = ROOT / f"{doc}.ipynb"
+        if source.exists():
+            for cell in json.loads(source.read_text())["cells"]:
+                figure = cell.get("metadata", {}).get("mystnb", {}).get("figure")
+                if figure:
+                    assert dom.find("figure", id=figure["name"]), f"the PDF lacks {figure['name']}"
+    pdf = tasks.pdf(index.parent, tmp_path / "book.pdf").read_bytes()
+    assert pdf.startswith(b"%PDF-")
+    assert len(re.findall(rb"/Type\s*/Page\b", pdf)) > 3 * len(DOCS)  # ~90 A4 pages

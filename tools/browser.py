@@ -22,7 +22,9 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-CONSOLE = re.compile(r':CONSOLE[^\]]*\] "(?P<message>.*)", source: (?P<source>\S*) \((?P<line>\d+)\)')
+CONSOLE = re.compile(
+    r':CONSOLE[^\]]*\] "(?P<message>.*)", source: (?P<source>\S*) \((?P<line>\d+)\)'
+)
 
 
 def find_chromium() -> str | None:

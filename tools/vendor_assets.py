@@ -115,9 +115,7 @@ def vendor_assets() -> Path:
     files = []
     for name, (version, integrity, patterns) in PACKAGES.items():
         files += fetch(name, version, integrity, patterns)
-    MANIFEST.write_text(
-        json.dumps({"packages": wanted, "files": files}, indent=1) + "\n"
-    )
+    MANIFEST.write_text(json.dumps({"packages": wanted, "files": files}, indent=1) + "\n")
     size = sum((VENDOR / f).stat().st_size for f in files)
     print(f"Wrote {len(files)} files ({size / 1e6:.1f} MB) to _assets/vendor/", flush=True)
     return VENDOR
