@@ -80,6 +80,7 @@ def chromium(url: str, *options: str, budget_ms: int = 10_000) -> subprocess.Com
                 "--headless",
                 "--no-sandbox",
                 "--disable-gpu",
+                "--disable-dev-shm-usage",  # containers often have a small /dev/shm
                 "--disable-background-networking",
                 "--disable-component-update",
                 "--disable-sync",
