@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
 
 import pytest
-from _helpers import ROOT, STAND_IN_REPOSITORY, load_module, toc_files
+from _helpers import ROOT, STAND_IN_REPOSITORY, figure_names, load_module, toc_files
 
 sys.path.insert(0, str(ROOT / "tools"))
 import browser  # noqa: E402
@@ -135,15 +135,12 @@ def test_figures_and_animations_have_alt_text(site, doc):
     dom = site["doms"][doc]
     images = dom.find("img")
     assert all(a.get("alt", "").strip() for a in images), f"{doc}: an image without alt text"
+    for name in figure_names(doc):
+        assert dom.find("figure", id=name), f"{doc} lost {name}"
     source = ROOT / f"{doc}.ipynb"
-    if source.exists():
-        for cell in json.loads(source.read_text())["cells"]:
-            figure = cell.get("metadata", {}).get("mystnb", {}).get("figure")
-            if figure:
-                assert dom.find("figure", id=figure["name"]), f"{doc} lost {figure['name']}"
-        if "animation_html(" in source.read_text():
-            frames = [a for a in images if a.get("id", "").startswith("_anim_img")]
-            assert frames and all(a["src"].startswith("data:image/png") for a in frames), doc
+    if source.exists() and "animation_html(" in source.read_text():
+        frames = [a for a in images if a.get("id", "").startswith("_anim_img")]
+        assert frames and all(a["src"].startswith("data:image/png") for a in frames), doc
 
 
 @pytest.mark.parametrize("doc", DOCS)
@@ -210,12 +207,8 @@ def test_pdf_of_the_whole_book(site, built_books, tmp_path):
     dom = Dom(page.dom)
     assert len(dom.find("mjx-container")) > 500 and not dom.find("mjx-merror")
     for doc in DOCS:  # every chapter and lab is on the page, with its figures
-        source = ROOT / f"{doc}.ipynb"
-        if source.exists():
-            for cell in json.loads(source.read_text())["cells"]:
-                figure = cell.get("metadata", {}).get("mystnb", {}).get("figure")
-                if figure:
-                    assert dom.find("figure", id=figure["name"]), f"the PDF lacks {figure['name']}"
+        for name in figure_names(doc):
+            assert dom.find("figure", id=name), f"the PDF lacks {name}"
     pdf = tasks.pdf(index.parent, tmp_path / "book.pdf").read_bytes()
     assert pdf.startswith(b"%PDF-")
     assert len(re.findall(rb"/Type\s*/Page\b", pdf)) > 3 * len(DOCS)  # ~90 A4 pages

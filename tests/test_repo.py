@@ -70,6 +70,10 @@ def test_book_config_adds_binder_only_with_a_repository(tmp_path):
 
 
 def test_tasks_reads_the_table_of_contents_like_yaml():
-    from _helpers import toc_files
+    import yaml
 
-    assert tasks_module().toc_documents() == toc_files()
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc["parts"]:
+        files += [chapter["file"] for chapter in part["chapters"]]
+    assert tasks_module().toc_documents() == files
