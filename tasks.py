@@ -10,10 +10,13 @@ To look at the website without a browser at hand, or to print it (both need Chro
     python3 tasks.py screenshots   # every page at desktop and phone width: _build/screenshots/
     python3 tasks.py pdf           # the whole book as one PDF: _build/pdf/book.pdf
 
-For instructors (see the instructor guide in the book):
+For instructors (see the instructor guide in the book; `--help` after each job):
 
-    python3 tasks.py labs                      # regenerate labs/release from labs/source
-    python3 tasks.py grade SUBMISSIONS [OUT]   # grade a folder or zip into OUT (grading/)
+    python3 tasks.py labs                    # regenerate labs/release from labs/source
+    python3 tasks.py grade SUBMISSIONS       # grade a folder or zip into the course folder
+    python3 tasks.py formgrader              # grade answers by hand (nbgrader's formgrader)
+    python3 tasks.py export                  # grades.csv and grades-wide.csv, manual marks too
+    python3 tasks.py feedback                # feedback files again, with your comments
 
 Only the standard library is used here, so a fresh machine with Python 3.11 is enough.
 """
@@ -195,14 +198,52 @@ def pdf(singlehtml: Path, out: Path) -> Path:
         return print_pdf(site.url("index.html"), out)
 
 
+def labtools(*args: str) -> None:
+    """Run ``python -m labtools ARGS`` (labs/labtools) in the instructor environment."""
+    setup("requirements-instructor.txt")
+    python_path = os.pathsep.join(filter(None, [str(ROOT / "labs"), os.environ.get("PYTHONPATH")]))
+    run(BIN / "python", "-m", "labtools", *args, env=dict(os.environ, PYTHONPATH=python_path))
+
+
+def check_grade_arguments(args: argparse.Namespace) -> None:
+    """What `grade` can check before anything is installed (labtools.layout is stdlib)."""
+    sys.path.insert(0, str(ROOT / "labs"))
+    from labtools.layout import UsageError, check_arguments
+
+    try:
+        check_arguments(args.submissions, args.course, args.labs)
+    except UsageError as err:
+        sys.exit(f"error: {err}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    jobs = ["book", "test", "screenshots", "pdf", "labs", "grade", "clean"]
-    parser.add_argument("job", choices=jobs)
-    parser.add_argument("submissions", nargs="?", help="grade: folder or zip of submissions")
-    parser.add_argument("out", nargs="?", default="grading", help="grade: output folder")
+    jobs = parser.add_subparsers(dest="job", required=True)
+    for name, text in (
+        ("book", "set up and build the website"),
+        ("test", "set up and run the hooks and every test"),
+        ("screenshots", "every page at desktop and phone width (needs Chromium)"),
+        ("pdf", "the whole book as one PDF (needs Chromium)"),
+        ("labs", "regenerate labs/release from labs/source"),
+        ("clean", "remove _build/"),
+    ):
+        jobs.add_parser(name, help=text)
+    grade = jobs.add_parser("grade", help="grade a folder or zip of submissions")
+    grade.add_argument("submissions", help="[submitted/]<student>/<lab>/<lab>.ipynb, or a zip")
+    grade.add_argument("--course", default="grading", help="course folder (default: grading)")
+    grade.add_argument("--labs", nargs="+", help="only these labs")
+    grade.add_argument("--jobs", type=int, help="notebooks graded at once (default: cores)")
+    grade.add_argument("--regrade", action="store_true", help="grade graded notebooks again")
+    grade.add_argument("--unsafe", action="store_true", help="grade without the sandbox")
+    for name, text in (
+        ("formgrader", "grade answers by hand in nbgrader's formgrader"),
+        ("export", "write grades.csv and grades-wide.csv"),
+        ("feedback", "regenerate the feedback files (with manual comments)"),
+    ):
+        job = jobs.add_parser(name, help=text)
+        job.add_argument("--course", default="grading", help="course folder (default: grading)")
     args = parser.parse_args()
     job = args.job
     try:
@@ -229,17 +270,18 @@ def main() -> None:
                 print("Not a git checkout: the pre-commit hooks were NOT run.", flush=True)
             env = dict(os.environ, PYTHONHASHSEED="0")
             run(BIN / "python", "-m", "pytest", env=env)
-        elif job in ("labs", "grade"):
-            setup("requirements-instructor.txt")
-            call = "import sys; sys.path.insert(0, 'labs'); import course; " + (
-                "print('written to', course.generate())"
-                if job == "labs"
-                else f"rows = course.grade({args.submissions!r}, {args.out!r}); "
-                f"print(len(rows), 'notebooks graded; see', {args.out!r} + '/grades.csv')"
-            )
-            if job == "grade" and not args.submissions:
-                parser.error("grade needs the folder or zip of submissions")
-            run(BIN / "python", "-c", call)
+        elif job == "labs":
+            labtools("release")
+        elif job == "grade":
+            check_grade_arguments(args)
+            extra = ["--course", args.course]
+            extra += ["--labs", *args.labs] if args.labs else []
+            extra += ["--jobs", str(args.jobs)] if args.jobs else []
+            extra += ["--regrade"] if args.regrade else []
+            extra += ["--unsafe"] if args.unsafe else []
+            labtools("grade", args.submissions, *extra)
+        elif job in ("formgrader", "export", "feedback"):
+            labtools(job, "--course", args.course)
         else:
             shutil.rmtree(BUILD, ignore_errors=True)
     except subprocess.CalledProcessError as err:

@@ -1,30 +1,53 @@
-"""The labs: student versions up to date, and grading that survives hostile submissions."""
+"""The labs: student versions up to date, and grading that a hostile class cannot fool.
+
+The end-to-end test plants one submission for every trick we could think of, by a student
+who wants marks without the work or who wants to harm the grader, grades them all in one
+course folder, and checks each exact score. Lab 1 has 9 automatic points: ex1 pt_step 1+2,
+ex2 prediction 2, ex3 train 1+2, ex5 slider 1 (and 2 points graded by hand, ex4).
+"""
 
 import hashlib
 import json
 import os
+import signal
+import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
-from _helpers import load_module
+from labtools import grade, layout, notebook, release, sandbox, verdicts, wire
 
 ROOT = Path(__file__).resolve().parents[1]
 LABS = ROOT / "labs"
+LAB = "lab1_perceptron"
+CELL_SECONDS = 10.0
+LIMITS = sandbox.Limits(cell_seconds=CELL_SECONDS, output=8 * 2**20)
 
 
-course = load_module("course", LABS / "course.py")
-
-
-def notebook(kind, lab):
+def nb_of(kind, lab=LAB):
     return json.loads((LABS / kind / lab / f"{lab}.ipynb").read_text())
 
 
+def need_sandbox():
+    missing = sandbox.available()
+    if missing and os.environ.get("CI"):
+        pytest.fail(f"CI must provide the sandbox: {missing}")
+    if missing:
+        pytest.skip(f"no sandbox here: {missing}")
+
+
+# ---------------------------------------------------------------------------------------
+# Releasing
+
+
 def test_there_are_at_least_four_labs_with_four_to_eight_exercises():
-    labs = course.lab_names()
+    labs = layout.lab_names()
     assert len(labs) >= 4
     for lab in labs:
-        cells = notebook("source", lab)["cells"]
+        cells = nb_of("source", lab)["cells"]
         ids = [c["metadata"]["nbgrader"]["grade_id"] for c in cells if "nbgrader" in c["metadata"]]
         assert len(ids) == len(set(ids)), f"{lab}: grade ids repeat"
         exercises = {i.split("-")[0] for i in ids if i.startswith("ex")}
@@ -32,15 +55,15 @@ def test_there_are_at_least_four_labs_with_four_to_eight_exercises():
 
 
 def test_student_versions_are_up_to_date(tmp_path):
-    course.generate(out=tmp_path)
-    for lab in course.lab_names():
+    release.generate(out=tmp_path)
+    for lab in layout.lab_names():
         fresh = json.loads((tmp_path / lab / f"{lab}.ipynb").read_text())
-        assert fresh == notebook("release", lab), f"labs/release/{lab} is stale: run tasks.py labs"
+        assert fresh == nb_of("release", lab), f"labs/release/{lab} is stale: run tasks.py labs"
 
 
 def test_student_versions_hold_no_solutions_and_say_what_to_write():
-    for lab in course.lab_names():
-        nb = notebook("release", lab)
+    for lab in layout.lab_names():
+        nb = nb_of("release", lab)
         text = json.dumps(nb)
         assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text
         code = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
@@ -48,28 +71,102 @@ def test_student_versions_hold_no_solutions_and_say_what_to_write():
         assert stubs >= 3 and stubs == code.count("raise NotImplementedError('Student exercise: ")
 
 
+def test_every_forbidden_function_exists_and_can_be_swapped():
+    import perceptrons
+
+    for lab in layout.lab_names():
+        for name, forbid in notebook.declared(nb_of("source", lab)).items():
+            for qualified in forbid:
+                func = getattr(perceptrons, qualified.split(".", 1)[1])
+                assert not func.__code__.co_freevars, f"{lab} {name}: {qualified}"
+
+
 # ---------------------------------------------------------------------------------------
-# End to end: a course folder graded from planted submissions
-
-LAB = "lab1_perceptron"
+# What may cross: plain data only
 
 
-def solved(replace=None):
-    """The student version of lab 1 with the instructor's answers filled in."""
-    release, source = notebook("release", LAB), notebook("source", LAB)
-    answers = {
-        c["metadata"]["nbgrader"]["grade_id"]: c
-        for c in source["cells"]
-        if c["metadata"].get("nbgrader", {}).get("solution")
-    }
-    for cell in release["cells"]:
-        meta = cell["metadata"].get("nbgrader", {})
-        if meta.get("solution"):
-            lines = "".join(answers[meta["grade_id"]]["source"]).splitlines()
-            cell["source"] = "\n".join(line for line in lines if "### " not in line)
-            if replace and meta["grade_id"] in replace:
-                cell["source"] = replace[meta["grade_id"]]
-    return release
+class Sneaky(float):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = float.__hash__
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        3,
+        -2.5,
+        float("nan"),
+        float("inf"),
+        "text",
+        [1, [2.0, "x"]],
+        (1, 2),
+        {0.005: False, "a": [1], (1, 2): None},
+        range(2, 9, 3),
+        np.arange(6.0).reshape(2, 3),
+        np.array([True, False]),
+        np.int64(7),
+        np.float32(1.5),
+        np.zeros((0, 3), dtype=np.int16),
+        np.array(2 + 1j),
+    ],
+)
+def test_plain_data_crosses_unchanged(value):
+    back = wire.decode(wire.encode(value))
+    assert type(back) is type(value)
+    if isinstance(value, np.ndarray | np.generic):
+        assert back.dtype == value.dtype and np.array_equal(back, value, equal_nan=True)
+    elif isinstance(value, float) and value != value:
+        assert back != back
+    else:
+        assert back == value
+
+
+@pytest.mark.parametrize(
+    "value, named",
+    [
+        (Sneaky(1.0), "Sneaky"),
+        (np.arange(3.0).view(type("Arr", (np.ndarray,), {})), "Arr"),
+        (np.array([object()]), "dtype object"),
+        (lambda: 1, "function"),
+        (np, "module"),
+        ([1, {2}], "set"),
+        ({Sneaky(1.0): 1}, "Sneaky"),
+        (np.zeros(2, dtype=[("a", float)]), "dtype"),
+    ],
+)
+def test_anything_else_is_refused_with_its_name(value, named):
+    with pytest.raises(wire.NotPlainData, match=named):
+        wire.encode(value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"$evil": 1}',
+        '{"$ndarray": {"dtype": "|O", "shape": [1], "data": ""}}',
+        '{"$ndarray": {"dtype": "<f8", "shape": [5], "data": "AAAAAAAAAAA="}}',
+        '{"$dict": [[[1], 2]]}',
+        '{"a": 1}',
+        "not json",
+        "[" * 100_000,
+    ],
+)
+def test_malformed_messages_are_refused(text):
+    with pytest.raises(wire.NotPlainData):
+        wire.decode(text)
+
+
+# ---------------------------------------------------------------------------------------
+# Which cells are graded
+
+
+def solved(replace=None, lab=LAB):
+    """The student version of a lab with the instructor's answers filled in."""
+    return release.answered(lab, replace)
 
 
 def cell_index(nb, grade_id):
@@ -80,83 +177,331 @@ def cell_index(nb, grade_id):
     )
 
 
+def test_plan_restores_tests_uses_copies_once_and_keeps_added_cells():
+    nb = solved()
+    copy = json.loads(json.dumps(nb["cells"][cell_index(nb, "ex1-visible")]))
+    nb["cells"].insert(cell_index(nb, "ex1-visible"), copy)  # a copied test cell
+    del nb["cells"][cell_index(nb, "ex3-hidden")]  # a deleted one
+    nb["cells"][cell_index(nb, "ex2-tests")]["source"] = "pass"  # an edited one
+    nb["cells"].insert(
+        cell_index(nb, "ex1-code") + 1,
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "source": "helper = 1",
+            "outputs": [],
+            "execution_count": None,
+        },
+    )
+    nb["cells"].reverse()  # and everything in another order
+    cells, notes = notebook.plan(nb_of("source"), nb)
+    source_ids = [notebook.grade_id(c) for c in nb_of("source")["cells"]]
+    assert [c.grade_id for c in cells if c.role != "extra"] == source_ids
+    tests = {c.grade_id: c for c in cells if c.role == "test"}
+    assert "BEGIN HIDDEN TESTS" in tests["ex3-hidden"].source and tests["ex3-hidden"].sandbox == ""
+    assert tests["ex2-tests"].source.startswith("assert predicted_updates")
+    assert [c.source for c in cells if c.role == "extra"] == ["helper = 1"]
+    assert any("ex1-visible appears more than once" in n for n in notes)
+    assert any("ex3-hidden was missing" in n for n in notes)
+    assert any("ex2-tests was edited" in n for n in notes)
+
+
+def test_only_the_solution_cells_names_cross():
+    names = notebook.declared(nb_of("source"))
+    assert set(names) == {"pt_step", "predicted_updates", "predicted_w", "train", "eta_choice"}
+    assert names["pt_step"] == [
+        "perceptrons.pt",
+        "perceptrons.pt_error",
+        "perceptrons.batch_perceptron",
+    ]
+
+
+# ---------------------------------------------------------------------------------------
+# The sandbox on its own
+
+
+@pytest.mark.parametrize("privileged", [True, False])
+def test_sandbox_isolates_and_limits(privileged, monkeypatch):
+    need_sandbox()
+    if not privileged:
+        if os.geteuid() != 0:
+            pytest.skip("the unprivileged mode is the only one here, tested by the other case")
+        # the command line an ordinary user gets: a user namespace, uid 65534 inside
+        monkeypatch.setattr(sandbox.os, "geteuid", lambda: 1000)
+    probe = f"""
+import os, socket, pathlib
+report = {{"uid": os.getuid(), "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit())}}
+report["seen"] = sorted(os.listdir("/"))
+report["repo"] = os.path.exists({str(ROOT / "labs" / "source")!r})
+try:
+    socket.create_connection(("127.0.0.1", 22), timeout=1); report["net"] = True
+except OSError:
+    report["net"] = False
+try:
+    pathlib.Path("/usr/evil").write_text("x"); report["wrote"] = True
+except OSError:
+    report["wrote"] = False
+"""
+    with sandbox.Sandbox(LIMITS) as box:
+        assert box.request({"op": "run", "source": probe})["error"] is None
+        report = wire.from_plain(box.request({"op": "get", "name": "report"})["value"])
+    assert report["uid"] == (sandbox.NOBODY if not privileged else sandbox.sandbox_uid())
+    assert report["uid"] != os.getuid()
+    assert report["pids"] == [1]  # it sees itself only
+    assert not report["repo"] and not report["net"] and not report["wrote"]
+    system = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"} & set(os.listdir("/"))
+    bound = {p.parts[1] for p in sandbox._python_paths()} | {"usr", "etc", "opt"}
+    assert set(report["seen"]) == system | bound | {"proc", "dev", "tmp"}  # nothing else
+
+
+# ---------------------------------------------------------------------------------------
+# End to end: a course folder graded from planted submissions
+
 PT_STEP = "def pt_step(w, x, c, eta):\n"
-SNOOP = """import pathlib
-leaked = []
-for target in {secrets!r}:
+MARK = 4242  # sleep times that mark the processes a submission leaves behind
+CORRECT_EX5 = "eta_choice = 1.0\n"
+
+HOOK = """get_ipython().input_transformers_post.append(lambda lines: ["pass\\n"])"""
+PATCHER = """import builtins, math
+import numpy as np
+import perceptrons as P
+math.isclose = lambda *a, **k: True
+np.allclose = lambda *a, **k: True
+np.array_equal = lambda *a, **k: True
+np.isclose = lambda *a, **k: True
+builtins.all = lambda *a, **k: True
+builtins.float = lambda *a, **k: 0.0
+class _Run:
+    mistakes, converged, w = 0, True, None
+P.pt = lambda *a, **k: _Run()
+P.pt_error = lambda *a, **k: 0
+def pt_step(w, x, c, eta):
+    return w
+"""
+ALWAYS = """class Always(float):
+    def __eq__(self, other): return True
+    def __ne__(self, other): return False
+    __hash__ = float.__hash__
+class AlwaysArray(np.ndarray):
+    def __eq__(self, other): return np.ones(np.shape(other), bool)
+def pt_step(w, x, c, eta):
+    return np.asarray(w).view(AlwaysArray)
+"""
+SIGNALS = """import os, signal
+eta_choice = 1.0
+targets = [0, -1, 1, os.getpid(), os.getppid()]
+targets += [int(p) for p in os.listdir("/proc") if p.isdigit()]
+for pid in targets:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+"""
+DAEMON = f"""import os, subprocess
+eta_choice = 1.0
+subprocess.Popen(["/bin/sleep", "{MARK}"], start_new_session=True)
+if os.fork() == 0:
+    if os.fork() == 0:
+        os.setsid()
+        os.execv("/bin/sleep", ["/bin/sleep", "{MARK + 1}"])
+    os._exit(0)
+"""
+FLOOD = f"""import os, time
+eta_choice = 1.0
+made = 0
+try:
+    for _ in range(2000):
+        if os.fork() == 0:
+            time.sleep({MARK + 2})
+            os._exit(0)
+        made += 1
+except OSError:
+    pass
+if made >= {sandbox.Limits().processes + 8}:
+    eta_choice = 1e-9  # the process limit did not hold
+"""
+FILL_TMP = """import os
+eta_choice = 1.0
+written = 0
+for k in range(20):
     try:
-        leaked.append(pathlib.Path(target).read_text()[:50])  # read the sources or others' work
+        with open(f"/tmp/fill-4244-{k}", "wb") as f:
+            for _ in range(60):
+                f.write(b"\\0" * 2**20)
+                written += 2**20
     except OSError:
         pass
-for target in {secrets!r} + {package!r}:
+if written > 300 * 2**20:
+    eta_choice = 1e-9  # /tmp was not limited
+"""
+OUTPUT_FLOOD = """import os
+eta_choice = 1.0
+for _ in range(200):
+    os.write(1, b"x" * 2**20)
+"""
+PACKAGE_STEP = PT_STEP + '    return w + eta * P.pt_error(c, w @ x, "01") * x\n'
+PACKAGE_TRAIN = """def train(X, c, eta, max_epochs=100):
+    return P.pt(X, c, eta=eta, max_epochs=max_epochs).w
+"""
+FORGER = """import json, os, struct
+message = json.dumps({"id": "0", "value": 11}).encode()
+os.write(4, struct.pack(">Q", len(message)) + message)
+predicted_updates = 11
+predicted_w = np.array([-3.0, 2.0, 1.0])
+"""
+SNOOP = """import glob, os, pathlib, socket
+leaked = []
+targets = {secrets!r}
+targets += [f"/proc/{{p}}/root{{t}}" for p in os.listdir("/proc") if p.isdigit() for t in targets]
+for target in targets:
+    try:
+        leaked.append(pathlib.Path(target).read_text()[:50])  # sources, others' work
+    except OSError:
+        pass
+for target in {secrets!r} + {writable!r}:
     try:
         pathlib.Path(target).write_text("overwritten")  # and try to change them
         leaked.append("wrote " + target)
     except OSError:
         pass
-try:
-    import socket
-    socket.create_connection(("127.0.0.1", 22), timeout=1)
-    leaked.append("network")
-except OSError:
-    pass
+for port in (22, {port}):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1)
+        leaked.append("network")
+    except OSError:
+        pass
+pathlib.Path("/tmp/snoop-was-here").write_text("x")  # its own /tmp: must not reach ours
 eta_choice = 1.0 if not leaked else 1e-9  # full marks only if the sandbox held
 """
 
 
-def plant(submitted: Path, others: Path):
-    """Write one submission per kind of trouble; return {student: expected autograded score}."""
+def plant(submitted: Path, others: Path, course: Path, port: int) -> dict:
+    """Write one submission per trick; return {student: expected automatic score}."""
 
     def write(student, nb):
         path = submitted / student / LAB / f"{LAB}.ipynb"
         path.parent.mkdir(parents=True)
         path.write_text(nb if isinstance(nb, str) else json.dumps(nb))
+        return path
 
-    write("correct", solved())
-    write("blank", notebook("release", LAB))
-    write("wrong", solved({"ex1-code": PT_STEP + "    return w\n"}))
-    write("loops", solved({"ex1-code": PT_STEP + "    while True:\n        pass\n"}))
-    write("syntax", solved({"ex1-code": PT_STEP + "    return w +\n"}))
+    expected = {}
+
+    def case(student, nb, score):
+        write(student, nb)
+        expected[student] = score
+
+    # honest work, and what the old grader already handled
+    case("correct", solved(), 9)
+    case("blank", nb_of("release"), 0)
+    case("wrong", solved({"ex1-code": PT_STEP + "    return w\n"}), 3)
+    case("loops", solved({"ex1-code": PT_STEP + "    while True:\n        pass\n"}), 3)
+    case("syntax", solved({"ex1-code": PT_STEP + "    return w +\n"}), 3)
     edited = solved()
     del edited["cells"][cell_index(edited, "ex1-visible")]  # a deleted test cell
     edited["cells"][cell_index(edited, "ex2-tests")]["source"] = "pass"  # an edited one
-    write("tampered", edited)
-    stripped = solved()
+    case("tampered", edited, 9)
+    stripped = solved()  # pasted into a new notebook: no ids, but the student's own code
     for cell in stripped["cells"]:
         cell["metadata"] = {}
-    write("stripped", stripped)
-    write("truncated", json.dumps(solved())[:5000])
-    write(
+    case("stripped", stripped, 9)
+    case("truncated", json.dumps(solved())[:5000], 0)
+    case(
         "hog",
         solved(
             {
-                "ex2-code": "import numpy as np\nbig = np.ones(3 * 10**9)\n"
-                "predicted_updates = 11\npredicted_w = np.array([-3., 2., 1.])"
+                "ex2-code": "big = np.ones(3 * 10**9)\npredicted_updates = 11\n"
+                "predicted_w = np.array([-3., 2., 1.])"
             }
         ),
+        7,
     )
+    # the grading issue's attacks: verdicts out of reach
+    case("hook", solved({"ex1-code": HOOK}), 0)
+    case(
+        "patcher",
+        solved(
+            {
+                "ex1-code": PATCHER,
+                "ex3-code": "def train(X, c, eta, max_epochs=100):\n    return np.zeros(3)\n",
+            }
+        ),
+        3,
+    )
+    case(
+        "always",
+        solved(
+            {
+                "ex1-code": ALWAYS,
+                "ex2-code": "predicted_updates = Always(0)\n"
+                "predicted_w = np.zeros(3).view(AlwaysArray)",
+                "ex3-code": "def train(X, c, eta, max_epochs=100):\n"
+                "    return np.zeros(3).view(AlwaysArray)",
+                "ex5-code": "eta_choice = Always(1.0)",
+            }
+        ),
+        0,
+    )
+    case("forger", solved({"ex2-code": FORGER}), 3)
+    # write it yourself
+    case("package", solved({"ex1-code": PACKAGE_STEP, "ex3-code": PACKAGE_TRAIN}), 3)
+    # harm to the grader or to others
+    case("signals", solved({"ex5-code": SIGNALS}), 9)
+    case("daemon", solved({"ex5-code": DAEMON}), 9)
+    case("flood", solved({"ex5-code": FLOOD}), 9)
+    case("filltmp", solved({"ex5-code": FILL_TMP}), 9)
+    case("outflood", solved({"ex5-code": OUTPUT_FLOOD}), 8)
     secrets = [
         str(LABS / "source" / LAB / f"{LAB}.ipynb"),
-        str(ROOT / "labs" / "course.py"),
+        str(course / "source" / LAB / f"{LAB}.ipynb"),
+        str(course / "gradebook.db"),
         str(submitted / "correct" / LAB / f"{LAB}.ipynb"),
         str(others / "secret.txt"),
     ]
-    package = [str(ROOT / "src" / "perceptrons" / "__init__.py")]  # readable, not writable
-    write("snoop", solved({"ex5-code": SNOOP.format(secrets=secrets, package=package)}))
-    # "stripped" lost its nbgrader metadata: its answers cannot be matched to the source
-    # and score nothing; the status line tells the instructor to look at it by hand
-    return {
-        "correct": 9,
-        "blank": 0,
-        "wrong": 3,
-        "loops": 3,
-        "syntax": 3,
-        "tampered": 9,
-        "stripped": 0,
-        "truncated": 0,
-        "hog": 7,
-        "snoop": 9,
-    }
+    writable = [str(ROOT / "src" / "perceptrons" / "__init__.py"), str(course / "grades.csv")]
+    case(
+        "snoop",
+        solved({"ex5-code": SNOOP.format(secrets=secrets, writable=writable, port=port)}),
+        9,
+    )
+    # files, not links; cells as nbgrader made them
+    source = LABS / "source" / LAB / f"{LAB}.ipynb"
+    (submitted / "linker" / LAB).mkdir(parents=True)
+    (submitted / "linker" / LAB / f"{LAB}.ipynb").symlink_to(source)
+    expected["linker"] = 0
+    (others / "folder" / LAB).mkdir(parents=True)
+    (others / "folder" / LAB / f"{LAB}.ipynb").write_text(json.dumps(solved()))
+    (submitted / "linkdir").symlink_to(others / "folder")
+    expected["linkdir"] = 0
+    copied = solved()
+    index = cell_index(copied, "ex1-visible")
+    copied["cells"].insert(index, json.loads(json.dumps(copied["cells"][index])))
+    case("copied", copied, 9)
+    inflated = solved()
+    inflated["cells"][cell_index(inflated, "ex1-visible")]["metadata"]["nbgrader"]["points"] = 100
+    inflated["cells"].append(
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "outputs": [],
+            "source": "pass",
+            "metadata": {
+                "nbgrader": {
+                    "grade": True,
+                    "grade_id": "bonus",
+                    "points": 50,
+                    "solution": False,
+                    "locked": True,
+                    "schema_version": 3,
+                }
+            },
+        }
+    )
+    case("inflated", inflated, 9)
+    shuffled = solved()
+    shuffled["cells"].reverse()
+    case("shuffled", shuffled, 9)
+    return expected
 
 
 def snapshot(*folders):
@@ -168,34 +513,260 @@ def snapshot(*folders):
     return digest
 
 
-@pytest.mark.timeout(1500)
-def test_grading_hostile_submissions_gives_exact_scores_and_touches_nothing_else(tmp_path):
-    if os.environ.get("CI") and not course.have_bwrap():
-        pytest.fail("CI must install bubblewrap (apt-get install bubblewrap) for the sandbox")
-    sandbox = course.have_bwrap()
-    submissions, out, others = tmp_path / "download", tmp_path / "grading", tmp_path / "others"
+def leftover_processes():
+    """Processes of a sandbox's user, or marked by a planted submission, still running."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            uid = entry.stat().st_uid
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if uid >= sandbox.FIRST_UID or any(str(MARK + k) in cmdline for k in range(3)):
+            found.append((entry.name, uid, cmdline))
+    return found
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """Every planted submission graded once into one course folder."""
+    need_sandbox()
+    tmp = tmp_path_factory.mktemp("grading")
+    submissions, course, others = tmp / "download", tmp / "grading", tmp / "others"
     others.mkdir()
     (others / "secret.txt").write_text("another course's gradebook")
-    expected = plant(submissions / "submitted", others)
+    listener = socket.create_server(("127.0.0.1", 0))  # a service the sandbox must not reach
+    expected = plant(submissions / "submitted", others, course, listener.getsockname()[1])
     before = snapshot(ROOT / "labs", ROOT / "src", submissions, others)
-
     start = time.monotonic()
-    rows = course.grade(
-        submissions, out, cell_timeout=10, lab_timeout=240, memory_gb=3, sandbox=sandbox
-    )
+    summary = grade.grade(submissions, course, jobs=2, limits=LIMITS, progress=False)
     elapsed = time.monotonic() - start
+    listener.close()
+    return {
+        "expected": expected,
+        "summary": summary,
+        "course": course,
+        "before": before,
+        "after": snapshot(ROOT / "labs", ROOT / "src", submissions, others),
+        "elapsed": elapsed,
+        "submissions": submissions,
+        "others": others,
+        "leftover": leftover_processes(),
+    }
 
-    scores = {r["student"]: r["score"] for r in rows}
-    if not sandbox:  # without bubblewrap the snoop can read; say so instead of passing
-        pytest.fail("bubblewrap is missing: the sandbox could not be tested here")
-    assert scores == expected, [r for r in rows if scores[r["student"]] != expected[r["student"]]]
-    status = {r["student"]: r["status"] for r in rows}
+
+def rows_of(course):
+    import csv
+
+    with open(course / "grades.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def test_every_planted_submission_gets_its_exact_score(graded):
+    rows = {r["student"]: r for r in rows_of(graded["course"]) if r["lab"] == LAB}
+    scores = {student: float(row["automatic"]) for student, row in rows.items()}
+    wrong = {
+        s: (scores.get(s), e, rows.get(s, {}).get("status"))
+        for s, e in graded["expected"].items()
+        if scores.get(s) != e
+    }
+    assert not wrong, wrong
+
+
+def test_grades_csv_is_complete_with_a_row_per_student_and_lab(graded):
+    rows = rows_of(graded["course"])
+    students = set(graded["expected"])
+    assert {(r["student"], r["lab"]) for r in rows} == {
+        (s, lab) for s in students for lab in layout.lab_names()
+    }
+    assert len(rows) == len(students) * len(layout.lab_names())
+    for row in rows:
+        if row["lab"] != LAB:
+            assert row["status"] == "missing" and float(row["total"]) == 0
+        else:
+            assert float(row["max_score"]) == 11
+    wide = (graded["course"] / "grades-wide.csv").read_text().splitlines()
+    assert len(wide) == len(students) + 1
+
+
+def test_statuses_tell_the_instructor_what_happened(graded):
+    status = {r["student"]: r["status"] for r in rows_of(graded["course"]) if r["lab"] == LAB}
+    assert status["correct"] == "graded; 2 points wait for manual grading"
     assert status["truncated"].startswith("unreadable notebook")
-    assert "lost its nbgrader metadata" in status["stripped"] and status["correct"] == "graded"
-    assert all(r["max_score"] == 11 for r in rows if r["student"] != "truncated")
-    assert elapsed < 1200, f"grading took {elapsed:.0f} s"
-    assert snapshot(ROOT / "labs", ROOT / "src", submissions, others) == before
-    assert (out / "grades.csv").read_text().count("\n") == len(expected) + 1
-    for student in expected:  # feedback for every notebook that nbgrader could grade
-        feedback = (out / "feedback" / student / f"{LAB}.html").exists()
-        assert feedback == status[student].startswith("graded"), student
+    assert "lost its nbgrader metadata" in status["stripped"]
+    assert status["linker"] == "refused: the notebook is a symbolic link"
+    assert status["linkdir"] == "refused: the student folder is a symbolic link"
+    assert "ex1-visible appears more than once: graded once" in status["copied"]
+    assert "unknown id 'bonus'" in status["inflated"]
+    assert "more than 8 MB of output" in status["outflood"]
+    assert "not an answer to the grader's channel" in status["forger"]
+    tests = json.loads((graded["course"] / "results" / "always" / f"{LAB}.json").read_text())
+    assert "not plain data" in tests["tests"]["ex2-tests"]["message"]
+    assert "AlwaysArray" in tests["tests"]["ex3-visible"]["message"]
+    package = json.loads((graded["course"] / "results" / "package" / f"{LAB}.json").read_text())
+    assert "asks you to write it yourself" in package["tests"]["ex3-visible"]["message"]
+    loops = json.loads((graded["course"] / "results" / "loops" / f"{LAB}.json").read_text())
+    assert "interrupted" in loops["tests"]["ex1-visible"]["message"]
+
+
+def test_nothing_outside_the_course_folder_changed_and_nothing_is_left_running(graded):
+    assert graded["after"] == graded["before"]
+    assert not Path("/tmp/snoop-was-here").exists()
+    assert not list(Path("/tmp").glob("fill-4244-*"))
+    assert graded["leftover"] == []
+
+
+def test_gradebook_feedback_and_autograded_notebooks_agree(graded):
+    from nbgrader import utils
+    from nbgrader.api import Gradebook
+
+    course = graded["course"]
+    with Gradebook(grade.db_url(course)) as gb:
+        for student in ("correct", "wrong", "hog"):
+            submission = gb.find_submission(LAB, student)
+            assert submission.score == graded["expected"][student]
+            autograded = json.loads(
+                (course / "autograded" / student / LAB / f"{LAB}.ipynb").read_text()
+            )
+            import nbformat
+
+            nb = nbformat.from_dict(autograded)
+            auto = sum(utils.determine_grade(c)[0] or 0 for c in nb.cells if utils.is_grade(c))
+            assert auto == graded["expected"][student]
+            html = (course / "feedback" / student / LAB / f"{LAB}.html").read_text()
+            assert f"{graded['expected'][student]:g} / 11" in html.replace(".0 /", " /")
+
+
+def test_a_second_run_grades_only_what_is_new_and_regrade_keeps_manual_scores(graded, tmp_path):
+    from nbgrader.api import Gradebook
+
+    course, submissions = graded["course"], graded["submissions"]
+    with Gradebook(grade.db_url(course)) as gb:
+        answer = gb.find_grade("ex4-answer", LAB, LAB, "correct")
+        answer.manual_score = 2.0
+        gb.db.commit()
+    again = grade.grade(submissions, course, jobs=2, limits=LIMITS, progress=False)
+    assert again["graded"] == [] and len(again["already graded"]) == len(graded["expected"])
+    row = next(r for r in rows_of(course) if r["student"] == "correct" and r["lab"] == LAB)
+    assert (row["automatic"], row["manual"], row["total"]) == ("9.0", "2.0", "11.0")
+    # a new version of one notebook is not graded silently...
+    path = submissions / "submitted" / "wrong" / LAB / f"{LAB}.ipynb"
+    path.write_text(json.dumps(solved()))
+    again = grade.grade(submissions, course, jobs=1, limits=LIMITS, progress=False)
+    assert again["graded"] == []
+    status = next(
+        r["status"] for r in rows_of(course) if r["student"] == "wrong" and r["lab"] == LAB
+    )
+    assert "changed since" in status
+    # ...but on request, and the manual score entered above stays
+    regraded = grade.grade(
+        submissions, course, labs=[LAB], jobs=2, regrade=True, limits=LIMITS, progress=False
+    )
+    assert len(regraded["graded"]) == len(graded["expected"])
+    rows = {r["student"]: r for r in rows_of(course) if r["lab"] == LAB}
+    assert rows["wrong"]["automatic"] == "9.0"
+    assert rows["correct"]["total"] == "11.0"
+
+
+def test_a_run_that_is_killed_resumes_where_it_stopped(tmp_path):
+    need_sandbox()
+    submissions, course = tmp_path / "in", tmp_path / "course"
+    for k in range(4):
+        path = submissions / f"s{k}" / LAB / f"{LAB}.ipynb"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(solved()))
+    env = dict(os.environ, PYTHONPATH=str(LABS))
+    argv = [
+        sys.executable,
+        "-m",
+        "labtools",
+        "grade",
+        str(submissions),
+        "--course",
+        str(course),
+        "--jobs",
+        "1",
+        "--cell-timeout",
+        str(CELL_SECONDS),
+    ]
+    run = subprocess.Popen(
+        argv, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 300
+    while len(list(course.glob("results/*/*.json"))) < 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait()
+    done = len(list(course.glob("results/*/*.json")))
+    assert 1 <= done < 4
+    finished = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert f"{4 - done} notebooks graded now, {done} already graded" in finished.stdout
+    rows = [r for r in rows_of(course) if r["lab"] == LAB]
+    assert [r["automatic"] for r in rows] == ["9.0"] * 4
+
+
+def test_clear_errors_before_anything_is_graded(tmp_path):
+    with pytest.raises(layout.UsageError, match="does not exist"):
+        grade.grade(tmp_path / "nothing", tmp_path / "c")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(layout.UsageError, match="is empty"):
+        grade.grade(tmp_path / "empty", tmp_path / "c")
+    (tmp_path / "s" / "a").mkdir(parents=True)
+    with pytest.raises(layout.UsageError, match="unknown lab"):
+        grade.grade(tmp_path / "s", tmp_path / "c", labs=["lab9"])
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "gradebook.db").write_text("someone else's")
+    with pytest.raises(layout.UsageError, match="not made by"):
+        grade.grade(tmp_path / "s", other)
+    assert (other / "gradebook.db").read_text() == "someone else's"
+
+
+def test_grading_refuses_to_run_without_the_sandbox_unless_told(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox, "available", lambda: "bubblewrap is not installed")
+    path = tmp_path / "s" / "a" / LAB / f"{LAB}.ipynb"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(solved()))
+    with pytest.raises(layout.UsageError, match="--unsafe"):
+        grade.grade(tmp_path / "s", tmp_path / "c")
+    assert not (tmp_path / "c").exists()
+
+
+def test_unsafe_mode_still_computes_verdicts_outside(tmp_path):
+    """Without the sandbox, student code runs with the grader's rights, but the verdicts
+    are still the grader's: the patcher earns nothing more."""
+    source = nb_of("source")
+    result = verdicts.evaluate(source, solved({"ex1-code": PATCHER}), LIMITS, unsafe=True)
+    score = sum(c.get("score", 0) for c in result["cells"])
+    assert score == 3  # ex2 and ex5; ex1 and ex3 (whose train calls the wrong pt_step) lost
+
+
+def test_grading_runs_on_a_dask_cluster(tmp_path, monkeypatch):
+    """The grading loop takes any Executor: here a dask LocalCluster's, as a class that
+    outgrows one machine would use a real cluster's."""
+    need_sandbox()
+    from distributed import Client, LocalCluster
+
+    monkeypatch.setenv("PYTHONPATH", str(LABS))  # the workers import labtools
+    submissions, course = tmp_path / "in", tmp_path / "course"
+    expected = {"correct": 9, "wrong": 3, "blank": 0}
+    notebooks = {
+        "correct": solved(),
+        "wrong": solved({"ex1-code": PT_STEP + "    return w\n"}),
+        "blank": nb_of("release"),
+    }
+    for student, nb in notebooks.items():
+        path = submissions / student / LAB / f"{LAB}.ipynb"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(nb))
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
+        with Client(cluster) as client:
+            summary = grade.grade(
+                submissions, course, executor=client.get_executor(), limits=LIMITS, progress=False
+            )
+    assert len(summary["graded"]) == 3
+    scores = {r["student"]: float(r["automatic"]) for r in rows_of(course) if r["lab"] == LAB}
+    assert scores == expected

@@ -1,0 +1,199 @@
+"""The student's side of grading: runs inside the sandbox, with the student's code.
+
+Started by :mod:`labtools.sandbox` as ``python -m labtools.agent``. It reads requests on
+file descriptor 3 and answers on 4, one framed JSON message each (see :func:`send`):
+
+- ``{"op": "run", "source": ...}`` runs a cell in an IPython shell (magics work) and
+  answers whether it raised, with its printed output (cut to a size);
+- ``{"op": "get", "name": ...}`` answers the value of a name as plain data
+  (:mod:`labtools.wire`), or why it cannot be sent;
+- ``{"op": "call", "name": ..., "args": ..., "kwargs": ..., "forbid": [...]}`` calls the
+  student's function with plain-data arguments and answers its result and the arguments
+  as they are after the call (so a function that changes its input can be caught); the
+  package functions named in ``forbid`` raise RuntimeError while it runs ("write it yourself").
+
+Nothing here is trusted: the student's code runs in this process and may change any of
+it. The grader reads only plain data from it, checks every message, and computes every
+verdict itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import os
+import struct
+import traceback
+import warnings
+
+from labtools import wire
+
+REQUESTS, ANSWERS = 3, 4
+MAX_OUTPUT = 20_000  # characters of printed output kept per cell
+AGENT = os.getpid()
+
+
+def receive() -> dict | None:
+    header = os.read(REQUESTS, 8)
+    if len(header) < 8:
+        return None
+    (size,) = struct.unpack(">Q", header)
+    chunks, left = [], size
+    while left:
+        chunk = os.read(REQUESTS, min(left, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    import json
+
+    return json.loads(b"".join(chunks))
+
+
+def send(message: dict) -> None:
+    import json
+
+    payload = json.dumps(message, allow_nan=False).encode()
+    data = struct.pack(">Q", len(payload)) + payload
+    while data:
+        data = data[os.write(ANSWERS, data) :]
+
+
+def cut(text: str) -> str:
+    return text if len(text) <= MAX_OUTPUT else text[:MAX_OUTPUT] + "\n[... output cut]"
+
+
+def _forbidden_code(qualified: str):
+    """A code object with no free variables that raises, named like the function."""
+    name = qualified.rsplit(".", 1)[-1]
+    message = f"{qualified} is not available here: this exercise asks you to write it yourself"
+    namespace: dict = {}
+    exec(f"def {name}(*args, **kwargs):\n    raise RuntimeError({message!r})\n", namespace)
+    return namespace[name].__code__
+
+
+@contextlib.contextmanager
+def forbidding(names: list[str]):
+    """While inside, each function named 'module.attr' raises RuntimeError, wherever
+    the student keeps a reference to it (its code object is swapped)."""
+    swapped = []
+    try:
+        for qualified in names:
+            module, _, attr = qualified.rpartition(".")
+            func = getattr(importlib.import_module(module), attr, None)
+            code = getattr(func, "__code__", None)
+            if code is not None and not code.co_freevars:
+                swapped.append((func, code))
+                func.__code__ = _forbidden_code(qualified)
+        yield
+    finally:
+        for func, code in swapped:
+            func.__code__ = code
+
+
+def plain_or_reason(value) -> dict:
+    try:
+        return {"value": wire.to_plain(value)}
+    except wire.NotPlainData as err:
+        return {"refused": str(err)}
+
+
+class Agent:
+    def __init__(self):
+        from IPython.core.interactiveshell import InteractiveShell
+        from traitlets.config import Config
+
+        config = Config()
+        config.HistoryManager.enabled = False
+        config.InteractiveShell.colors = "NoColor"
+        config.InteractiveShell.xmode = "Plain"
+        self.shell = InteractiveShell.instance(config=config)
+        self.shell.user_ns["__name__"] = "__main__"
+
+    def run(self, source: str) -> dict:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            result = self.shell.run_cell(source, store_history=False)
+        error = result.error_before_exec or result.error_in_exec
+        answer = {"stdout": cut(out.getvalue()), "stderr": cut(err.getvalue())}
+        answer["error"] = None if error is None else cut(f"{type(error).__name__}: {error}")
+        return answer
+
+    def get(self, name: str) -> dict:
+        if name not in self.shell.user_ns:
+            return {"missing": True}
+        value = self.shell.user_ns[name]
+        if callable(value) and not isinstance(value, type):
+            return {"function": True}
+        return plain_or_reason(value)
+
+    def call(self, name: str, args, kwargs, forbid: list[str]) -> dict:
+        func = self.shell.user_ns.get(name)
+        if func is None or not callable(func):
+            return {"missing": True}
+        args, kwargs = wire.from_plain(args), wire.from_plain(kwargs)
+        out = io.StringIO()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                    with forbidding(forbid):
+                        result = func(*args, **kwargs)
+            except BaseException as error:  # noqa: BLE001 - reported to the grader as data
+                if isinstance(error, SystemExit | KeyboardInterrupt) and os.getpid() != AGENT:
+                    os._exit(0)
+                text = "".join(traceback.format_exception_only(type(error), error)).strip()
+                return {"raised": cut(text), "warnings": self._warnings(caught)}
+        answer = plain_or_reason(result)
+        answer["args"] = plain_or_reason([list(args), kwargs]).get("value")
+        answer["warnings"] = self._warnings(caught)
+        return answer
+
+    @staticmethod
+    def _warnings(caught) -> list:
+        return [[w.category.__name__, cut(str(w.message))] for w in caught[:20]]
+
+
+def warm_matplotlib_cache() -> None:
+    """Copy the grader's font list into the sandbox's own (empty) matplotlib folder, so
+    that matplotlib does not rebuild it for every notebook."""
+    source, target = os.environ.get("LABTOOLS_MPLCACHE"), os.environ.get("MPLCONFIGDIR")
+    if source and target and os.path.isdir(source):
+        import shutil
+
+        shutil.copytree(source, target, dirs_exist_ok=True)
+
+
+def main() -> None:
+    warm_matplotlib_cache()
+    agent = Agent()
+    while True:
+        try:
+            request = receive()
+        except KeyboardInterrupt:  # an interrupt that came just after an answer
+            continue
+        if request is None or os.getpid() != AGENT:  # a forked child never answers
+            os._exit(0)
+        op = request.get("op")
+        try:
+            if op == "run":
+                answer = agent.run(request["source"])
+            elif op == "get":
+                answer = agent.get(request["name"])
+            elif op == "call":
+                answer = agent.call(
+                    request["name"], request["args"], request["kwargs"], request["forbid"]
+                )
+            else:
+                answer = {"error": f"unknown request {op!r}"}
+        except BaseException as error:  # noqa: BLE001
+            answer = {"error": cut(f"{type(error).__name__}: {error}")}
+        if os.getpid() != AGENT:
+            os._exit(0)
+        answer["id"] = request.get("id")
+        send(answer)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,404 @@
+"""Grading a class into a course folder that nbgrader's gradebook and formgrader use.
+
+    python -m labtools grade SUBMISSIONS [--course grading] [--jobs N] [--regrade] ...
+
+The course folder (default ``grading/``) is an nbgrader course: ``source/`` and
+``release/`` (from ``labs/``), ``gradebook.db``, ``submitted/`` and ``autograded/`` per
+student and lab, ``feedback/``. Next to them: ``results/<student>/<lab>.json`` (each
+notebook's verdicts, written the moment it is graded, so that a run that is stopped
+resumes where it was), ``logs/``, and the exports ``grades.csv`` and ``grades-wide.csv``.
+
+Each notebook is graded by :func:`grade_task` (:mod:`labtools.verdicts`), in parallel on
+any ``concurrent.futures.Executor``; this module alone writes the gradebook and the files.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import csv
+import hashlib
+import json
+import multiprocessing
+import os
+import shutil
+import tempfile
+import traceback
+import warnings
+import zipfile
+from dataclasses import asdict
+from pathlib import Path
+
+from labtools import layout, release
+from labtools.layout import COURSE, LABS, MARK, Submission, UsageError
+from labtools.sandbox import Limits
+
+DB = "gradebook.db"
+
+
+def db_url(course: Path) -> str:
+    return f"sqlite:///{course / DB}"
+
+
+def safe_extract(zip_path: Path, target: Path) -> Path:
+    """Extract a zip of submissions, refusing members that would land outside ``target``
+    and links (zipfile writes a link's target as a file's text, never a link)."""
+    with zipfile.ZipFile(zip_path) as archive:
+        for member in archive.infolist():
+            dest = (target / member.filename).resolve()
+            if not dest.is_relative_to(target.resolve()):
+                raise UsageError(f"`submissions` zip has an unsafe member: {member.filename!r}")
+        archive.extractall(target)
+    return target
+
+
+def open_course(course: Path, labs: Path = LABS) -> list[str]:
+    """Create or bring up to date the course folder; return the lab names.
+
+    A lab whose source changed since the last run is generated again (nbgrader
+    ``generate_assignment``), so the gradebook knows its cells and points.
+    """
+    layout.check_course(course)
+    course.mkdir(parents=True, exist_ok=True)
+    mark = course / MARK
+    state = json.loads(mark.read_text()) if mark.exists() else {"course": COURSE, "sources": {}}
+    shutil.copy(labs / "nbgrader_config.py", course / "nbgrader_config.py")
+    names = layout.lab_names(labs)
+    for lab in names:
+        folder = labs / "source" / lab
+        digest = hashlib.sha256((folder / f"{lab}.ipynb").read_bytes()).hexdigest()
+        if state["sources"].get(lab) == digest and (course / "release" / lab).exists():
+            continue
+        shutil.rmtree(course / "source" / lab, ignore_errors=True)
+        shutil.copytree(folder, course / "source" / lab)
+        proc = release.nbgrader("generate_assignment", lab, "--create", "--force", cwd=course)
+        if proc.returncode != 0:
+            raise RuntimeError(f"nbgrader could not generate {lab}:\n{proc.stderr[-3000:]}")
+        state["sources"][lab] = digest
+        mark.write_text(json.dumps(state, indent=1))
+    mark.write_text(json.dumps(state, indent=1))
+    return names
+
+
+def grade_task(task: dict) -> dict:
+    """Grade one notebook (runs in a worker): plain data in, plain data out.
+
+    ``task``: student, lab, source (the lab's source notebook), notebook (the submitted
+    bytes, as text), limits, unsafe, mpl_cache. Returns the result of
+    :func:`labtools.verdicts.evaluate`, or ``{"error": ...}`` if the notebook could not
+    be read or grading itself failed.
+    """
+    import nbformat
+
+    from labtools import verdicts
+
+    try:
+        with warnings.catch_warnings():  # duplicate or missing cell ids: nbformat fixes them
+            warnings.simplefilter("ignore")
+            submitted = nbformat.reads(task["notebook"], as_version=4)
+            nbformat.validate(submitted)
+    except Exception as err:  # noqa: BLE001 - truncated JSON, not a notebook at all, ...
+        return {"unreadable": f"unreadable notebook ({type(err).__name__})"}
+    try:
+        return verdicts.evaluate(
+            task["source"],
+            json.loads(nbformat.writes(submitted)),
+            Limits(**task["limits"]),
+            unsafe=task["unsafe"],
+            mpl_cache=Path(task["mpl_cache"]) if task.get("mpl_cache") else None,
+        )
+    except Exception:  # noqa: BLE001 - the grader's own failure, reported on that row
+        return {"error": traceback.format_exc()}
+
+
+def _mpl_cache() -> str:
+    import matplotlib
+    import matplotlib.font_manager  # noqa: F401 - builds the font list if it is not there
+
+    return matplotlib.get_cachedir()
+
+
+def _write(path: Path, text: str) -> None:
+    """Write a file whole or not at all (a run stopped midway leaves no half file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
+        f.write(text)
+    os.replace(f.name, path)
+
+
+def autograded_notebook(source_nb: dict, result: dict) -> dict:
+    """The notebook as graded, for formgrader and feedback: the plan's cells with the
+    grader's outputs (a failed test shows its error, as nbgrader's autograde does)."""
+    import nbformat
+
+    cells = []
+    for entry in result["cells"]:
+        meta = entry["metadata"] if entry["grade_id"] else {}
+        if entry["role"] in ("text", "written"):
+            cells.append(nbformat.v4.new_markdown_cell(entry["source"], metadata=meta))
+        else:
+            cell = nbformat.v4.new_code_cell(entry["source"], metadata=meta)
+            cell.outputs = [nbformat.from_dict(o) for o in entry["outputs"]]
+            cells.append(cell)
+    nb = nbformat.v4.new_notebook(cells=cells, metadata=source_nb.get("metadata", {}))
+    nbformat.validate(nb)
+    return json.loads(nbformat.writes(nb))
+
+
+def _release_texts(course: Path, lab: str) -> dict[str, str]:
+    from labtools.notebook import grade_id, text
+
+    nb = json.loads((course / "release" / lab / f"{lab}.ipynb").read_text())
+    return {grade_id(c): text(c) for c in nb["cells"] if grade_id(c)}
+
+
+def save_to_gradebook(course: Path, student: str, lab: str, result: dict) -> None:
+    """The automatic scores of one notebook into nbgrader's gradebook (manual scores that
+    an instructor entered stay)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    stubs = _release_texts(course, lab)
+    with Gradebook(db_url(course)) as gb, warnings.catch_warnings():
+        # nbgrader's add_submission makes SQLAlchemy warn about its own session (harmless)
+        warnings.simplefilter("ignore", category=Warning)
+        gb.update_or_create_student(student)
+        try:
+            gb.find_submission(lab, student)
+        except MissingEntry:
+            gb.add_submission(lab, student)
+        for entry in result["cells"]:
+            gid = entry["grade_id"]
+            if entry["role"] == "test":
+                grade = gb.find_grade(gid, lab, lab, student)
+                grade.auto_score = entry["score"]
+                grade.needs_manual_grade = grade.manual_score is not None
+            elif entry["role"] == "written":
+                grade = gb.find_grade(gid, lab, lab, student)
+                grade.auto_score = None
+                grade.needs_manual_grade = grade.manual_score is None
+            if entry["role"] in ("answer", "written"):
+                comment = gb.find_comment(gid, lab, lab, student)
+                empty = entry["source"].strip() in ("", stubs.get(gid, "").strip())
+                comment.auto_comment = "No response." if empty else None
+        gb.db.commit()
+
+
+def record(course: Path, sub: Submission, digest: str, data: bytes | None, result: dict) -> dict:
+    """Save one notebook's outcome: submitted copy, autograded notebook, gradebook, then
+    (last, so that a stopped run grades it again) ``results/<student>/<lab>.json``."""
+    source_nb = json.loads((course / "source" / sub.lab / f"{sub.lab}.ipynb").read_text())
+    row = {"student": sub.student, "lab": sub.lab, "digest": digest}
+    if sub.refused:
+        row["status"] = sub.refused
+    elif "unreadable" in result:
+        row["status"] = result["unreadable"]
+    elif "error" in result:
+        row["status"] = "grading failed: see logs"
+        _write(course / "logs" / f"{sub.student}--{sub.lab}.log", result["error"])
+    else:
+        where = f"{sub.student}/{sub.lab}/{sub.lab}.ipynb"
+        (course / "submitted" / where).parent.mkdir(parents=True, exist_ok=True)
+        (course / "submitted" / where).write_bytes(data)
+        graded = autograded_notebook(source_nb, result)
+        _write(course / "autograded" / where, json.dumps(graded, indent=1))
+        save_to_gradebook(course, sub.student, sub.lab, result)
+        notes = list(result["notes"])
+        if result["stopped"]:
+            notes.insert(0, f"the notebook's process was stopped: {result['stopped']}")
+        row["status"] = "graded" + "".join(f"; {n}" for n in notes)
+        row["tests"] = {
+            e["grade_id"]: {"score": e["score"], "points": e["points"], "message": e["message"]}
+            for e in result["cells"]
+            if e["role"] == "test"
+        }
+        row["seconds"] = result["seconds"]
+        log = [f"{e['grade_id']}: {e['message']}" for e in result["cells"] if e.get("message")]
+        _write(
+            course / "logs" / f"{sub.student}--{sub.lab}.log",
+            "\n".join([row["status"], *log, "--- output ---", result["output"]]) + "\n",
+        )
+    _write(course / "results" / sub.student / f"{sub.lab}.json", json.dumps(row, indent=1))
+    return row
+
+
+def generate_feedback(course: Path, labs: list[str]) -> None:
+    """nbgrader's feedback HTML (with any manual scores and comments) for these labs."""
+    for lab in labs:
+        proc = release.nbgrader("generate_feedback", lab, "--force", cwd=course)
+        if proc.returncode != 0:
+            _write(course / "logs" / f"feedback--{lab}.log", proc.stdout + proc.stderr)
+
+
+def default_executor(jobs: int) -> concurrent.futures.Executor:
+    context = multiprocessing.get_context("spawn")  # a clean interpreter per worker
+    return concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+
+
+def grade(
+    submissions,
+    course="grading",
+    *,
+    labs: list[str] | None = None,
+    jobs: int | None = None,
+    regrade: bool = False,
+    unsafe: bool = False,
+    limits: Limits | None = None,
+    executor: concurrent.futures.Executor | None = None,
+    progress: bool = True,
+) -> dict:
+    """Grade every submission into ``course``; returns a summary (counts and rows).
+
+    submissions : a folder laid out as ``[submitted/]<student>/<lab>/<lab>.ipynb`` or a zip
+    course : the course folder, made on the first run and reused after (see the module)
+    labs : only these labs (default: all)
+    jobs : notebooks graded at once (default: the number of cores); ignored with executor
+    regrade : grade again notebooks that already have a result (manual scores stay)
+    unsafe : run student code without the sandbox (refused otherwise when it is missing)
+    executor : any concurrent.futures.Executor (e.g. a dask ``Client.get_executor()``)
+    """
+    from labtools import sandbox
+
+    layout.check_arguments(str(submissions), str(course), labs)
+    course, submissions = Path(course).resolve(), Path(submissions).resolve()
+    missing = sandbox.available()
+    if missing and not unsafe:
+        raise UsageError(
+            f"the sandbox cannot run here: {missing}. Grading without it runs every "
+            "student's code with your rights; to do that anyway, pass --unsafe."
+        )
+    limits = limits or Limits()
+    all_labs = open_course(course)
+    labs = labs or all_labs
+    with tempfile.TemporaryDirectory(prefix="submissions-") as tmp:
+        if submissions.suffix == ".zip":
+            submissions = safe_extract(submissions, Path(tmp))
+        found = layout.find_submissions(submissions, labs)
+        if not found:
+            raise UsageError(f"no submissions found in {submissions}; expected {layout.EXPECTED}")
+        todo, skipped, rows = [], [], []
+        for sub in found:
+            data = None
+            if not sub.refused:
+                try:
+                    data = layout.read_notebook(sub.path)
+                except (OSError, ValueError) as err:
+                    sub.refused = f"refused: {err}"
+            digest = hashlib.sha256(data or b"").hexdigest()
+            done = course / "results" / sub.student / f"{sub.lab}.json"
+            if done.exists() and not regrade:
+                previous = json.loads(done.read_text())
+                if previous.get("digest") != digest:
+                    previous["status"] += "; the submission changed since: grade it with --regrade"
+                    _write(done, json.dumps(previous, indent=1))
+                skipped.append(previous)
+                continue
+            todo.append((sub, digest, data))
+        rows += _run(course, todo, limits, unsafe, jobs, executor, progress)
+    graded_labs = sorted({row["lab"] for row in rows if row["status"].startswith("graded")})
+    generate_feedback(course, graded_labs)
+    exported = export(course)
+    return {"graded": rows, "already graded": skipped, "exported": exported}
+
+
+def _run(course, todo, limits, unsafe, jobs, executor, progress) -> list[dict]:
+    from tqdm import tqdm
+
+    mpl_cache = _mpl_cache()
+    sources = {
+        lab: json.loads((course / "source" / lab / f"{lab}.ipynb").read_text())
+        for lab in {sub.lab for sub, _, _ in todo}
+    }
+    rows = []
+    own = executor is None
+    executor = executor or default_executor(jobs or os.cpu_count() or 1)
+    bar = tqdm(total=len(todo), unit="notebook", disable=not progress, desc="grading")
+    failures = 0
+    try:
+        futures = {}
+        for sub, digest, data in todo:
+            if sub.refused:
+                rows.append(record(course, sub, digest, None, {}))
+                bar.update()
+                continue
+            task = {
+                "student": sub.student,
+                "lab": sub.lab,
+                "source": sources[sub.lab],
+                "notebook": data.decode("utf-8", errors="replace"),
+                "limits": asdict(limits),
+                "unsafe": unsafe,
+                "mpl_cache": mpl_cache,
+            }
+            futures[executor.submit(grade_task, task)] = (sub, digest, data)
+        for future in concurrent.futures.as_completed(futures):
+            sub, digest, data = futures[future]
+            try:
+                result = future.result()
+            except Exception:  # noqa: BLE001 - a worker that died: that row, not the run
+                result = {"error": traceback.format_exc()}
+            row = record(course, sub, digest, data, result)
+            rows.append(row)
+            failures += not row["status"].startswith("graded")
+            bar.set_postfix(not_graded=failures)
+            bar.update()
+    finally:
+        bar.close()
+        if own:
+            executor.shutdown(cancel_futures=True)
+    return rows
+
+
+def _students(course: Path) -> list[str]:
+    results = course / "results"
+    found = {p.name for p in results.iterdir() if p.is_dir()} if results.exists() else set()
+    return sorted(found)
+
+
+def export(course) -> dict[str, Path]:
+    """``grades.csv`` (a row per student and lab) and ``grades-wide.csv`` (a row per
+    student, a column per lab) from the results and the gradebook's manual scores."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    course = Path(course)
+    labs = layout.lab_names(course)
+    rows = []
+    with Gradebook(db_url(course)) as gb:
+        maxima = {lab: gb.find_assignment(lab).max_score for lab in labs}
+        for student in _students(course):
+            for lab in labs:
+                row = {"student": student, "lab": lab, "automatic": 0.0, "manual": 0.0}
+                row.update(total=0.0, max_score=maxima[lab], status="missing")
+                result = course / "results" / student / f"{lab}.json"
+                if result.exists():
+                    row["status"] = json.loads(result.read_text())["status"]
+                if row["status"].startswith("graded"):
+                    try:
+                        notebook = gb.find_submission_notebook(lab, lab, student)
+                    except MissingEntry:
+                        notebook = None
+                    waiting = 0.0
+                    for grade in notebook.grades if notebook else []:
+                        if grade.manual_score is not None:
+                            row["manual"] += grade.manual_score
+                        elif grade.auto_score is not None:
+                            row["automatic"] += grade.auto_score
+                        else:
+                            waiting += grade.max_score
+                    row["total"] = row["automatic"] + row["manual"]
+                    if waiting:
+                        row["status"] += f"; {waiting:g} points wait for manual grading"
+                rows.append(row)
+    fields = ["student", "lab", "automatic", "manual", "total", "max_score", "status"]
+    long_csv, wide_csv = course / "grades.csv", course / "grades-wide.csv"
+    with open(long_csv, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    with open(wide_csv, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", *labs, "total", "max_score"])
+        for student in _students(course):
+            mine = {r["lab"]: r["total"] for r in rows if r["student"] == student}
+            writer.writerow(
+                [student, *(mine[lab] for lab in labs), sum(mine.values()), sum(maxima.values())]
+            )
+    return {"grades": long_csv, "wide": wide_csv}

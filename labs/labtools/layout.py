@@ -1,0 +1,146 @@
+"""Where things are: the labs, a folder of submissions, a course folder. Standard library
+only, so that ``tasks.py`` can check its arguments before it installs anything.
+
+Submissions are laid out as ``<root>/[submitted/]<student>/<lab>/<lab>.ipynb`` (one more
+folder around it, as a learning platform's zip download often has, is looked through).
+They are taken as files and nothing else: a symbolic link anywhere below the root, a
+notebook that is not a regular file, or one larger than :data:`MAX_NOTEBOOK` is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+LABS = Path(__file__).resolve().parents[1]
+MAX_NOTEBOOK = 20 * 2**20
+STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+MARK = ".labtools-course.json"  # marks a course folder made by these tools
+COURSE = "single-layer-neural-networks"
+EXPECTED = "SUBMISSIONS/[submitted/]<student>/<lab>/<lab>.ipynb, or a zip of that"
+
+
+class UsageError(Exception):
+    """A wrong argument: the message says what was expected."""
+
+
+def lab_names(labs: Path = LABS) -> list[str]:
+    """Names of the labs, one folder each under source/."""
+    return sorted(p.name for p in (labs / "source").iterdir() if (p / f"{p.name}.ipynb").exists())
+
+
+@dataclass
+class Submission:
+    """One student's notebook for one lab, or why it was refused."""
+
+    student: str
+    lab: str
+    path: Path
+    refused: str | None = None  # why it is not graded
+
+
+def _is_link(path: Path) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def find_submissions(root: Path, labs: list[str]) -> list[Submission]:
+    """Every (student, lab) notebook under ``root``, sorted; refused ones carry a reason."""
+    root = Path(root)
+    if _is_link(root):
+        raise UsageError(f"`submissions` must not be a symbolic link: {root}")
+    candidates = [root / "submitted", root]
+    candidates += [p for p in sorted(root.iterdir()) if p.is_dir() and not _is_link(p)]
+    for base in candidates:
+        if not base.is_dir() or _is_link(base):
+            continue
+        found = []
+        for student_dir in sorted(base.iterdir()):
+            student = student_dir.name
+            for lab in labs:
+                notebook = student_dir / lab / f"{lab}.ipynb"
+                if not (student_dir / lab).exists() and not _is_link(student_dir / lab):
+                    continue
+                found.append(Submission(student, lab, notebook, _refusal(student_dir, lab)))
+        if found:
+            return found
+    return []
+
+
+def _refusal(student_dir: Path, lab: str) -> str | None:
+    notebook = student_dir / lab / f"{lab}.ipynb"
+    if not STUDENT_ID.match(student_dir.name):
+        return "refused: the folder name is not a valid student id"
+    for path, what in (
+        (student_dir, "student folder"),
+        (student_dir / lab, "lab folder"),
+        (notebook, "notebook"),
+    ):
+        if _is_link(path):
+            return f"refused: the {what} is a symbolic link"
+    try:
+        info = os.lstat(notebook)
+    except OSError:
+        return f"refused: no {lab}.ipynb in the lab folder"
+    if not stat.S_ISREG(info.st_mode):
+        return "refused: the notebook is not a regular file"
+    if info.st_size > MAX_NOTEBOOK:
+        return f"refused: the notebook is larger than {MAX_NOTEBOOK // 2**20} MB"
+    return None
+
+
+def read_notebook(path: Path) -> bytes:
+    """The bytes of a submitted notebook, opened without following a symbolic link."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(MAX_NOTEBOOK + 1)
+    if len(data) > MAX_NOTEBOOK:
+        raise ValueError(f"larger than {MAX_NOTEBOOK // 2**20} MB")
+    return data
+
+
+def check_course(course: Path) -> None:
+    """Refuse a course folder that holds something else than a course of these labs."""
+    course = Path(course)
+    if _is_link(course):
+        raise UsageError(f"the course folder must not be a symbolic link: {course}")
+    if course.exists() and not course.is_dir():
+        raise UsageError(f"the course folder {course} is a file")
+    if not course.exists() or not any(course.iterdir()):
+        return
+    mark = course / MARK
+    if not mark.is_file():
+        raise UsageError(
+            f"{course} is not empty and was not made by `tasks.py grade` (no {MARK}); "
+            "name a new folder with --course"
+        )
+    try:
+        name = json.loads(mark.read_text()).get("course")
+    except (ValueError, AttributeError):
+        name = None
+    if name != COURSE:
+        raise UsageError(f"{course} belongs to another course ({name!r}); name a new folder")
+
+
+def check_arguments(submissions: str | None, course: str, labs: list[str] | None) -> None:
+    """Everything ``grade`` can check before anything is installed; raises UsageError."""
+    if not submissions:
+        raise UsageError(f"name the folder or zip of submissions, laid out as {EXPECTED}")
+    path = Path(submissions)
+    if not path.exists():
+        raise UsageError(f"{path} does not exist; expected {EXPECTED}")
+    if path.is_file() and path.suffix != ".zip":
+        raise UsageError(f"{path} is a file but not a .zip; expected {EXPECTED}")
+    if path.is_dir() and not any(path.iterdir()):
+        raise UsageError(f"{path} is empty; expected {EXPECTED}")
+    known = lab_names()
+    unknown = sorted(set(labs or []) - set(known))
+    if unknown:
+        raise UsageError(f"unknown lab(s) {', '.join(unknown)}; the labs are {', '.join(known)}")
+    check_course(Path(course))

@@ -1,0 +1,333 @@
+"""A sandbox for one student's notebook: bubblewrap, its own user id and namespaces, limits.
+
+:class:`Sandbox` starts ``python -m labtools.agent`` (see :mod:`labtools.agent`) and talks
+to it through two pipes. What the sandbox gives the student's code:
+
+- its own pid namespace (it sees and can signal only its own processes; when the agent,
+  pid 1 there, ends, the kernel ends everything it started), no network, its own IPC and
+  host name;
+- a user id that is not the grader's: when the grader runs as root, a user id of its own
+  (:func:`sandbox_uid`, above 1 000 000, so each sandbox running at the same time has its
+  own and the process limit counts that sandbox alone), with no capabilities; as an
+  ordinary user, uid 65534 inside an unprivileged user namespace, which the kernel maps to
+  the grader's own uid outside (nothing else is possible without privileges), with no
+  further user namespaces;
+- a file system built from nothing: the system's ``/usr`` and ``/etc``, the Python
+  environment and the package ``perceptrons``, read-only; a private ``/tmp`` of a fixed
+  size. The lab sources, the submissions, the course folder and every other file are not
+  there;
+- limits (:class:`Limits`): address space per process, processes, CPU seconds, file size,
+  open files, output, and wall-clock time per request.
+
+:func:`available` says whether this machine can start it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+NOBODY = 65534
+FIRST_UID = 1_000_000
+LABTOOLS = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one notebook may use. Sizes in bytes, times in seconds."""
+
+    cell_seconds: float = 60.0  # wall clock for one cell or one call of a student function
+    cpu_seconds: int = 900  # CPU time of each process
+    memory: int = 2 * 2**30  # address space of each process
+    tmp: int = 256 * 2**20  # the private /tmp (a tmpfs, so it is memory too)
+    processes: int = 32  # processes and threads the student's code may add
+    file_size: int = 64 * 2**20  # largest file it may write
+    output: int = 16 * 2**20  # bytes written straight to stdout/stderr before it is stopped
+    message: int = 64 * 2**20  # largest answer it may send
+    open_files: int = 256
+
+
+class SandboxError(Exception):
+    """The sandbox stopped, timed out, or broke the protocol; the message says which."""
+
+
+def available() -> str | None:
+    """None when bubblewrap can start a sandbox here; otherwise what is missing."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (`bwrap`, Debian package bubblewrap) is not installed"
+    probe = subprocess.run(_bwrap_prefix() + ["--ro-bind", "/", "/", "true"], capture_output=True)
+    if probe.returncode != 0:
+        reason = probe.stderr.decode(errors="replace").strip()
+        return f"bubblewrap cannot create namespaces here ({reason})"
+    return None
+
+
+def sandbox_uid() -> int:
+    """The user id the student's code runs as, seen from outside the sandbox: as root, one
+    per grading process (a process runs one sandbox at a time); else the grader's own."""
+    return FIRST_UID + os.getpid() if os.geteuid() == 0 else os.getuid()
+
+
+def _bwrap_prefix() -> list[str]:
+    argv = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
+    argv += ["--unshare-cgroup-try", "--die-with-parent", "--new-session", "--as-pid-1"]
+    if os.geteuid() == 0:  # a real switch to nobody, done inside by setpriv
+        argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    else:  # unprivileged: a user namespace in which we are nobody
+        argv += ["--unshare-user", "--disable-userns", "--uid", str(NOBODY), "--gid", str(NOBODY)]
+    return argv
+
+
+def _python_paths() -> list[Path]:
+    """Folders the sandbox's Python needs: its installation, the virtual environment and
+    the folders that .pth files add (the editable install of perceptrons)."""
+    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix)}
+    paths.add(Path(os.path.realpath(sys.executable)).parent.parent)
+    for site in {Path(p) for p in sys.path if p.endswith("site-packages")}:
+        for pth in site.glob("*.pth"):
+            for line in pth.read_text(errors="replace").splitlines():
+                if line and not line.startswith(("#", "import")) and Path(line).is_dir():
+                    paths.add(Path(line).resolve())
+    system = (Path("/usr"), Path("/etc"))
+    return sorted(p for p in paths if p.exists() and not any(p.is_relative_to(s) for s in system))
+
+
+def command(limits: Limits, mpl_cache: Path | None = None) -> list[str]:
+    """The bubblewrap command line that starts the agent."""
+    argv = _bwrap_prefix() + ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            argv += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            argv += ["--ro-bind", top, top]
+    binds = [(p, p) for p in _python_paths()]
+    binds.append((LABTOOLS, Path("/opt/labtools/labtools")))
+    if mpl_cache is not None and mpl_cache.is_dir():
+        binds.append((mpl_cache, Path("/opt/mplcache")))
+    made = set()
+    for _, dest in binds:  # parents world-readable, or nobody could reach the binds
+        for parent in reversed(dest.parents[:-1]):
+            if parent not in made:
+                made.add(parent)
+                argv += ["--perms", "0755", "--dir", str(parent)]
+    for source, dest in binds:
+        argv += ["--ro-bind", str(source), str(dest)]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    argv += ["--perms", "01777", "--size", str(limits.tmp), "--tmpfs", "/tmp", "--chdir", "/tmp"]
+    env = {
+        "HOME": "/tmp",
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "PYTHONPATH": "/opt/labtools",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": "/tmp/matplotlib",
+        "LABTOOLS_MPLCACHE": "/opt/mplcache",
+        "IPYTHONDIR": "/tmp/ipython",
+        "JUPYTER_PLATFORM_DIRS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "LANG": "C.UTF-8",
+    }
+    argv += ["--clearenv"]
+    for key, value in env.items():
+        argv += ["--setenv", key, value]
+    argv += ["--info-fd", "5"]
+    if os.geteuid() == 0:
+        uid = sandbox_uid()
+        argv += ["/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+        argv += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    return argv + [sys.executable, "-m", "labtools.agent"]
+
+
+def unsafe_command() -> tuple[list[str], dict]:
+    """The agent without a sandbox (``--unsafe``): same protocol and limits, no isolation."""
+    env = dict(os.environ, PYTHONPATH=str(LABTOOLS.parent), MPLBACKEND="Agg")
+    env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
+    return [sys.executable, "-m", "labtools.agent"], env
+
+
+def _processes_of(uid: int) -> int:
+    count = 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                count += entry.stat().st_uid == uid
+            except OSError:
+                pass
+    return count
+
+
+def _child_setup(limits: Limits, fds: tuple[int, int, int]):
+    """Runs in the new process before bubblewrap starts: limits, and the pipes at 3, 4, 5."""
+    processes = _processes_of(sandbox_uid()) + limits.processes
+
+    def setup():
+        import fcntl
+        import resource
+
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in fds]
+        for target, fd in zip((3, 4, 5), high, strict=True):
+            os.dup2(fd, target)
+        for kind, value in (
+            (resource.RLIMIT_AS, limits.memory),
+            (resource.RLIMIT_CPU, limits.cpu_seconds),
+            (resource.RLIMIT_FSIZE, limits.file_size),
+            (resource.RLIMIT_NOFILE, limits.open_files),
+            (resource.RLIMIT_NPROC, processes),
+            (resource.RLIMIT_CORE, 0),
+        ):
+            resource.setrlimit(kind, (value, value))
+
+    return setup
+
+
+def _read_exactly(fd: int, size: int, deadline: float) -> bytes:
+    chunks, left = [], size
+    while left:
+        wait = deadline - time.monotonic()
+        if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+            raise TimeoutError
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+class Sandbox:
+    """One running agent. ``with Sandbox(limits) as box: box.request({...})``."""
+
+    def __init__(self, limits: Limits, *, unsafe: bool = False, mpl_cache: Path | None = None):
+        self.limits = limits
+        self.unsafe = unsafe
+        self.mpl_cache = mpl_cache
+        self.stopped: str | None = None  # why it stopped, once it has
+        self.output = bytearray()  # the start of what it wrote to stdout/stderr
+        self.output_total = 0
+
+    def __enter__(self) -> Sandbox:
+        requests_r, self._requests = os.pipe()
+        self._answers, answers_w = os.pipe()
+        info_r, info_w = os.pipe()
+        if self.unsafe:
+            argv, env = unsafe_command()
+        else:
+            argv, env = command(self.limits, self.mpl_cache), {}
+        self.process = subprocess.Popen(
+            argv,
+            env=env or None,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            pass_fds=(3, 4, 5),
+            preexec_fn=_child_setup(self.limits, (requests_r, answers_w, info_w)),
+            start_new_session=True,
+        )
+        for fd in (requests_r, answers_w, info_w):
+            os.close(fd)
+        self.agent_pid = self.process.pid
+        if not self.unsafe:  # bubblewrap says which pid (outside) the agent has
+            try:
+                info = _read_exactly(info_r, 1, time.monotonic() + 30)
+                while not info.rstrip().endswith(b"}"):
+                    info += _read_exactly(info_r, 1, time.monotonic() + 30)
+                self.agent_pid = json.loads(info)["child-pid"]
+            except (TimeoutError, EOFError, ValueError, KeyError):
+                self.stop("the sandbox did not start")
+        os.close(info_r)
+        self._drain = threading.Thread(target=self._read_output, daemon=True)
+        self._drain.start()
+        return self
+
+    def _read_output(self) -> None:
+        for chunk in iter(lambda: self.process.stdout.read1(1 << 16), b""):
+            self.output_total += len(chunk)
+            if len(self.output) < 65536:
+                self.output += chunk[: 65536 - len(self.output)]
+            if self.output_total > self.limits.output:
+                self.stop(f"it wrote more than {self.limits.output // 2**20} MB of output")
+
+    def stop(self, reason: str) -> None:
+        """Kill everything in the sandbox (once) and remember why."""
+        if self.stopped is None:
+            self.stopped = reason
+        for pid in (self.agent_pid, self.process.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def __exit__(self, *exc) -> None:
+        self.stop(self.stopped or "done")
+        self.process.wait()
+        for fd in (self._requests, self._answers):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._drain.join(timeout=5)
+        self.process.stdout.close()
+
+    def request(self, message: dict, seconds: float | None = None) -> dict:
+        """Send one request and return the agent's answer (a dict, checked to belong to it).
+
+        A request that runs longer than ``seconds`` (default: the cell limit) is interrupted
+        (KeyboardInterrupt in the student's code); if the agent does not answer soon after,
+        the sandbox is stopped. Raises :class:`SandboxError` once the sandbox has stopped.
+        """
+        if self.stopped is not None:
+            raise SandboxError(self.stopped)
+        nonce = uuid.uuid4().hex
+        payload = json.dumps(dict(message, id=nonce), allow_nan=False).encode()
+        try:
+            data = struct.pack(">Q", len(payload)) + payload
+            while data:
+                data = data[os.write(self._requests, data) :]
+        except OSError:
+            self.stop("the notebook's process ended")
+            raise SandboxError(self.stopped) from None
+        seconds = self.limits.cell_seconds if seconds is None else seconds
+        deadline = time.monotonic() + seconds
+        interrupted = False
+        try:
+            try:
+                header = _read_exactly(self._answers, 8, deadline)
+            except TimeoutError:
+                os.kill(self.agent_pid, signal.SIGINT)  # KeyboardInterrupt, as Jupyter does
+                interrupted = True
+                header = _read_exactly(self._answers, 8, time.monotonic() + 5)
+            (size,) = struct.unpack(">Q", header)
+            if size > self.limits.message:
+                self.stop(f"it sent an answer larger than {self.limits.message // 2**20} MB")
+                raise SandboxError(self.stopped)
+            answer = json.loads(_read_exactly(self._answers, size, time.monotonic() + 30))
+        except TimeoutError:
+            self.stop(f"a cell or call ran longer than {seconds:g} s and could not be interrupted")
+            raise SandboxError(self.stopped) from None
+        except (EOFError, OSError):
+            time.sleep(0.05)  # let the output reader record a flood first
+            self.stop("the notebook's process ended")
+            raise SandboxError(self.stopped) from None
+        except ValueError:
+            self.stop("it wrote something that is not an answer to the grader's channel")
+            raise SandboxError(self.stopped) from None
+        if type(answer) is not dict or answer.get("id") != nonce:
+            self.stop("it wrote something that is not an answer to the grader's channel")
+            raise SandboxError(self.stopped)
+        if interrupted:
+            answer["interrupted"] = f"it ran longer than {seconds:g} s and was interrupted"
+        return answer
