@@ -260,6 +260,7 @@ def test_history_costs_memory_per_update():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # tracemalloc slows every allocation: 1-9 minutes, by machine load
 def test_pt_without_history_runs_a_million_updates_in_constant_memory():
     X, c = P.noisy(1000, p=2, flip=0.3, rng=0)
     res, peak = peak_memory_of_pt(X, c, max_epochs=3000, history=False)
