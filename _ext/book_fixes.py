@@ -1,5 +1,10 @@
 """Small Sphinx fixes for what a reader's browser shows; each was found by tests/test_browser.py.
 
+Every fix names the upstream version it was written against and the upstream issue (or says
+that none was found), and ``setup`` checks those versions: after an upgrade the build stops
+with a message naming the fix to re-check, instead of patching code that has changed.
+Remove a fix whose problem is gone upstream; otherwise update its version.
+
 - Jupyter Book 1.0.4 put sphinx-thebe's and sphinx-togglebutton's inline configuration on
   every page twice; the second `const THEBE_JS_URL = ...` is a SyntaxError in the console.
   `drop_repeated_scripts` keeps the first copy of each script.
@@ -14,6 +19,47 @@
 - Without a `default_mode` in the page context the theme logs "Got invalid theme mode" on
   every first visit; "auto" follows the reader's light or dark preference.
 """
+
+from importlib.metadata import version
+
+from sphinx.errors import ExtensionError
+
+#: fix -> (the packages and versions it was written for, the upstream issue)
+TARGETS = {
+    "drop_repeated_scripts": (
+        {"jupyter-book": "1.0.4.post1", "sphinx-thebe": "0.3.1", "sphinx-togglebutton": "0.4.5"},
+        "no upstream issue found (searched jupyter-book, sphinx-thebe, sphinx-togglebutton)",
+    ),
+    "default_mode": (
+        {"sphinx-book-theme": "1.3.0", "pydata-sphinx-theme": "0.17.1"},
+        "https://github.com/pydata/pydata-sphinx-theme/issues/1635 (closed as fixed by "
+        "#1683, still logged with the versions here)",
+    ),
+    "html_visitors_for_singlehtml": (
+        {"sphinx": "7.4.7", "myst-nb": "1.4.0", "sphinx-proof": "0.4.0"},
+        "https://github.com/sphinx-doc/sphinx/issues/9160 (open; from "
+        "https://github.com/jupyter-book/jupyter-book/issues/1308)",
+    ),
+    "merge_streams_exactly": (
+        {"myst-nb": "1.4.0"},
+        "https://github.com/executablebooks/MyST-NB/issues/690 (open); the newline per chunk "
+        "came with https://github.com/executablebooks/MyST-NB/pull/604",
+    ),
+}
+
+
+def check_targets(installed=version):
+    """Raise ExtensionError, naming the fix and its issue, if a package that a fix targets is
+    installed in another version than the one the fix was written for."""
+    for fix, (packages, issue) in TARGETS.items():
+        for package, target in packages.items():
+            found = installed(package)
+            if found != target:
+                raise ExtensionError(
+                    f"_ext/book_fixes.py: `{fix}` was written for {package} {target}, but "
+                    f"{found} is installed. Check whether it is still needed ({issue}); then "
+                    "remove the fix or update its version in TARGETS."
+                )
 
 
 def fix_page(app, pagename, templatename, context, doctree):
@@ -57,7 +103,11 @@ def merge_streams_exactly(outputs):
 
 
 def setup(app):
+    check_targets()
     from myst_nb.core import render
+
+    if not hasattr(render, "coalesce_streams"):  # the one name render.py calls
+        raise ExtensionError("_ext/book_fixes.py: myst_nb.core.render has no coalesce_streams")
 
     render.coalesce_streams = merge_streams_exactly  # the one name render.py calls
     app.connect("builder-inited", html_visitors_for_singlehtml)

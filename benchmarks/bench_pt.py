@@ -1,10 +1,18 @@
-"""Time `perceptrons.pt` against scikit-learn's Perceptron on separable data.
+"""Time `perceptrons.pt` against scikit-learn's Perceptron and against the plain loop.
 
     .venv/bin/python benchmarks/bench_pt.py
 
-Both do the same work: scikit-learn runs exactly the number of epochs that PT needed
-(PT's last epoch is the one without a mistake), in the same order, from w = 0 with η = 1,
-and both end with the same weights. Prints the median of several runs and the ratio.
+Two kinds of data, p = 20, n = 10⁴ and 10⁵, in one run:
+
+- separable (margin 0.05): PT runs to convergence. scikit-learn runs exactly the number of
+  epochs that PT needed (PT's last epoch is the one without a mistake), in the same order,
+  from w = 0 with η = 1; the weights must be identical.
+- noisy (10 % of the labels flipped): PT never converges; both run 5 epochs.
+
+"plain loop" is PT written from the pseudocode one example at a time (no skipping), the way
+Lab 1 writes it; it must give the same weights, bit for bit. PT runs with history=False, as
+neither reference records a history. Prints medians of several runs and the ratios
+pt / scikit-learn and pt / plain loop (below 1: pt is faster).
 """
 
 import time
@@ -17,6 +25,23 @@ from sklearn.linear_model import Perceptron
 import perceptrons as P
 
 
+def plain_pt(X, c, epochs):
+    """PT one example at a time with labels ±1 and η = 1, for `epochs` epochs or until one
+    without a mistake; the same expressions as the body of `perceptrons.pt`."""
+    Xa = P.augment(X)
+    w = np.zeros(Xa.shape[1])
+    for t in range(epochs):
+        mistakes = 0
+        for x, c_x in zip(Xa, c, strict=True):
+            error = c_x if c_x * (w @ x) <= 0 else 0.0  # 5. the ±1 form of the error
+            if error != 0:
+                w = w + 1.0 * error * x  # 6-7
+                mistakes += 1
+        if mistakes == 0:
+            break
+    return w
+
+
 def median_time(fn, repeat):
     times = []
     for _ in range(repeat):
@@ -26,21 +51,37 @@ def median_time(fn, repeat):
     return float(np.median(times))
 
 
-def main():
-    header = ("n", "p", "epochs", "updates", "pt [ms]", "sklearn [ms]", "ratio")
-    print("".join(f"{h:>13}" for h in header))
-    for n, repeat in ((10_000, 15), (100_000, 5)):
+def row(data, n, repeat):
+    if data == "separable":
         X, c, _ = P.separable(n, p=20, margin=0.05, rng=0, labels="pm1")
-        res = P.pt(X, c, max_epochs=10_000)
-        skl = Perceptron(eta0=1.0, alpha=0.0, shuffle=False, tol=None, max_iter=res.epochs)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            skl.fit(X, c)
-            assert np.allclose(np.r_[skl.intercept_, skl.coef_[0]], res.w), "different weights"
-            t_pt = median_time(lambda X=X, c=c: P.pt(X, c, max_epochs=10_000), repeat)
-            t_skl = median_time(lambda X=X, c=c, skl=skl: skl.fit(X, c), repeat)
-        row = (n, 20, res.epochs, res.mistakes, f"{1e3 * t_pt:.1f}", f"{1e3 * t_skl:.1f}")
-        print("".join(f"{v:>13}" for v in row) + f"{t_pt / t_skl:>13.2f}")
+        budget = 10_000
+    else:
+        X, c = P.noisy(n, p=20, flip=0.1, rng=0, labels="pm1")
+        budget = 5
+    res = P.pt(X, c, max_epochs=budget, history=False, warn=False)
+    skl = Perceptron(eta0=1.0, alpha=0.0, shuffle=False, tol=None, max_iter=res.epochs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        skl.fit(X, c)
+        t_skl = median_time(lambda: skl.fit(X, c), repeat)
+    w_skl = np.r_[skl.intercept_, skl.coef_[0]]
+    if data == "separable":
+        assert np.array_equal(w_skl, res.w), "scikit-learn found different weights"
+    assert np.array_equal(plain_pt(X, c, res.epochs), res.w), "the plain loop differs"
+    t_pt = median_time(lambda: P.pt(X, c, max_epochs=budget, history=False, warn=False), repeat)
+    t_plain = median_time(lambda: plain_pt(X, c, res.epochs), max(1, repeat // 3))
+    cells = (data, n, res.epochs, res.mistakes, 1e3 * t_pt, 1e3 * t_skl, 1e3 * t_plain)
+    return cells + (t_pt / t_skl, t_pt / t_plain)
+
+
+def main():
+    header = ("data", "n", "epochs", "updates", "pt [ms]", "sklearn [ms]", "plain [ms]")
+    print("".join(f"{h:>13}" for h in header + ("pt/sklearn", "pt/plain")))
+    for data in ("separable", "noisy"):
+        for n, repeat in ((10_000, 9), (100_000, 3)):
+            cells = row(data, n, repeat)
+            text = [f"{v:>13}" if not isinstance(v, float) else f"{v:>13.1f}" for v in cells[:7]]
+            print("".join(text) + "".join(f"{v:>13.2f}" for v in cells[7:]), flush=True)
 
 
 if __name__ == "__main__":

@@ -188,3 +188,81 @@ def test_no_warning_when_pt_converges():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         P.pt(X, c)
+
+
+@pytest.mark.parametrize("eta", [1.0, 0.1, 0.3])
+@pytest.mark.parametrize("order", ["cyclic", "random"])
+def test_pt_matches_the_loop_on_data_full_of_ties(eta, order):
+    # integer inputs put many examples exactly on the hyperplane (wᵀx = 0), where the two
+    # label conventions differ and where rounding decides for η = 0.1 or 0.3
+    X = np.array([[0, 0], [0, 1], [1, 0], [1, 1], [2, 1], [1, 2], [0, 2], [2, 0]], float)
+    c = np.array([0, 0, 0, 1, 1, 1, 0, 1])
+    for labels in (c, 2 * c - 1):
+        res = P.pt(X, labels, eta=eta, max_epochs=300, order=order, rng=3, warn=False)
+        rng = np.random.default_rng(3)
+        visits = [np.arange(8) if order == "cyclic" else rng.permutation(8) for _ in range(300)]
+        w, mistakes, epochs = textbook_pt(X, labels, eta, np.zeros(3), 300, visits)
+        assert np.array_equal(res.w, w) and (res.mistakes, res.epochs) == (mistakes, epochs)
+
+
+def test_skipped_examples_are_exactly_those_certainly_classified_right():
+    from perceptrons.perceptron import _Skip
+
+    rng = np.random.default_rng(0)
+    X = P.augment(rng.integers(-2, 3, size=(500, 4)).astype(float))  # many exact ties
+    c = rng.choice([-1.0, 1.0], size=500)
+    skip, visit = _Skip(X, c, "pm1"), rng.permutation(500)
+    for _ in range(200):
+        w = rng.integers(-2, 3, size=5).astype(float)
+        start = int(rng.integers(0, 500))
+        k = skip.next(w, visit, start=start)
+        margins = c[visit] * (X[visit] @ w)  # (500,)
+        first_mistake = next((j for j in range(start, 500) if margins[j] <= 0), 500)
+        assert k == first_mistake  # integer data: no rounding, so no false candidates
+
+
+def test_pt_without_history_makes_the_same_run():
+    X, c = P.noisy(300, p=3, flip=0.1, rng=2)
+    full = P.pt(X, c, max_epochs=40, order="random", rng=1, warn=False)
+    lean = P.pt(X, c, max_epochs=40, order="random", rng=1, warn=False, history=False)
+    assert lean.ws is None and lean.updated is None
+    assert np.array_equal(lean.w, full.w)
+    assert (lean.mistakes, lean.epochs, lean.converged) == (
+        full.mistakes,
+        full.epochs,
+        full.converged,
+    )
+    assert full.ws.shape == (full.mistakes + 1, 4) and full.updated.shape == (full.mistakes,)
+    with pytest.raises(TypeError, match="history"):
+        P.pt(X, c, history="no")
+
+
+def peak_memory_of_pt(X, c, **kw):
+    """Peak memory that tracemalloc sees while PT runs (numpy reports its arrays to it)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        res = P.pt(X, c, warn=False, **kw)
+        return res, tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_history_costs_memory_per_update():
+    # the control for the next test: the same measurement sees the history grow
+    X, c = P.noisy(1000, p=2, flip=0.3, rng=0)
+    res, peak = peak_memory_of_pt(X, c, max_epochs=50)
+    assert res.mistakes > 10_000
+    assert peak > res.mistakes * 3 * 8  # at least the (k+1, 3) array of weights
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # tracemalloc slows every allocation: 1-9 minutes, by machine load
+def test_pt_without_history_runs_a_million_updates_in_constant_memory():
+    X, c = P.noisy(1000, p=2, flip=0.3, rng=0)
+    res, peak = peak_memory_of_pt(X, c, max_epochs=3000, history=False)
+    assert res.mistakes >= 1_000_000
+    assert peak < 1_000_000  # bytes: X and its copies are 24 kB each, weights 24 bytes

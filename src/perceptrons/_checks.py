@@ -129,6 +129,13 @@ def positive_int(value, name: str) -> int:
     return int(value)
 
 
+def flag(value, name: str) -> bool:
+    """Return ``value`` if it is True or False."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"`{name}` must be True or False; got {type(value).__name__}.")
+    return bool(value)
+
+
 def choice(value, name: str, allowed: tuple[str, ...]) -> str:
     """Return ``value`` if it is one of ``allowed``."""
     if value not in allowed:

@@ -77,54 +77,71 @@ class DeltaResult:
 _STOPS = ("grad", "change", "err")
 
 
-def _train(step, Xa, c, w, eta, max_epochs, tol, stop, name, warn):
-    """The epoch loop of BGD and IGD: run ``step``, record Err, test stopping and divergence."""
-    errors, ws = [_err(w, Xa, c)], [w.copy()]
-    limit = DIVERGENCE_FACTOR * max(errors[0], 0.5 * float(c @ c), 1.0)
-    converged = diverged = False
-    with np.errstate(over="ignore", invalid="ignore"):
-        for _ in range(max_epochs):
-            w = step(w)
-            err = _err(w, Xa, c)
-            if not np.isfinite(err) or err > limit:
-                diverged = True
-                break
-            ws.append(w.copy())
-            errors.append(err)
-            if stop == "grad":
-                converged = np.linalg.norm((c - Xa @ w) @ Xa) <= tol
-            elif stop == "change":
-                converged = abs(errors[-2] - errors[-1]) <= tol
-            else:
-                converged = err <= tol
-            if converged:
-                break
-    epochs = len(ws) - 1
-    if warn and diverged:
-        warnings.warn(
-            f"{name} diverged at epoch {epochs + 1}: Err grew past {limit:.3g}; "
-            f"η = {eta:g} is too large for these data.",
-            DivergenceWarning,
-            stacklevel=3,
+class _Epochs:
+    """What BGD and IGD do after each epoch: record w and Err(w), test the stopping rule,
+    and notice divergence (Err past ``DIVERGENCE_FACTOR`` · max(Err(w(0)), ½Σc², 1), or not
+    finite). Xa (n, p+1), c (n,), w (p+1,) the initial weights."""
+
+    def __init__(self, Xa, c, w, *, stop, tol):
+        self.Xa, self.c, self.stop, self.tol = Xa, c, stop, tol
+        self.ws, self.errors = [w.copy()], [_err(w, Xa, c)]
+        self.limit = DIVERGENCE_FACTOR * max(self.errors[0], 0.5 * float(c @ c), 1.0)
+        self.converged = self.diverged = False
+
+    def done(self, w) -> bool:
+        """Record the weights w after an epoch; True once the stopping rule holds or Err blew
+        up (then w is not recorded: the result keeps the last finite weights)."""
+        err = _err(w, self.Xa, self.c)
+        if not np.isfinite(err) or err > self.limit:
+            self.diverged = True
+            return True
+        self.ws.append(w.copy())
+        self.errors.append(err)
+        if self.stop == "grad":
+            self.converged = np.linalg.norm((self.c - self.Xa @ w) @ self.Xa) <= self.tol
+        elif self.stop == "change":
+            self.converged = abs(self.errors[-2] - self.errors[-1]) <= self.tol
+        else:
+            self.converged = err <= self.tol
+        return self.converged
+
+    def result(self, *, name, eta, max_epochs, warn) -> DeltaResult:
+        """The outcome, with a warning (unless ``warn=False``) if training diverged or did
+        not meet its stopping rule; the warning points at the caller of ``name``."""
+        epochs = len(self.ws) - 1
+        if warn and self.diverged:
+            warnings.warn(
+                f"{name} diverged at epoch {epochs + 1}: Err grew past {self.limit:.3g}; "
+                f"η = {eta:g} is too large for these data.",
+                DivergenceWarning,
+                stacklevel=3,
+            )
+        elif warn and not self.converged:
+            warnings.warn(
+                f"{name} did not meet its stopping rule ({self.stop} <= {self.tol:g}) in "
+                f"{max_epochs} epochs.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        return DeltaResult(
+            w=self.ws[-1],
+            ws=np.array(self.ws),
+            errors=np.array(self.errors),
+            epochs=epochs,
+            converged=bool(self.converged),
+            diverged=self.diverged,
         )
-    elif warn and not converged:
-        warnings.warn(
-            f"{name} did not meet its stopping rule ({stop} <= {tol:g}) in {max_epochs} epochs.",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
-    return DeltaResult(ws[-1], np.array(ws), np.array(errors), epochs, converged, diverged)
 
 
-def _setup(X, c, eta, w0, max_epochs, tol, stop):
+def _setup(X, c, *, eta, max_epochs, tol, stop):
+    """Checked inputs of BGD and IGD: Xa (n, p+1) with x0 = 1, c (n,), and the settings."""
     Xa = augment(X)  # (n, p+1)
     c = _checks.as_targets(c, Xa.shape[0])
     eta = _checks.positive(eta, "eta")
     max_epochs = _checks.positive_int(max_epochs, "max_epochs")
     tol = _checks.positive(tol, "tol")
     stop = _checks.choice(stop, "stop", _STOPS)
-    w = _checks.initial_weights(w0, Xa.shape[1])
-    return Xa, c, eta, w, max_epochs, tol, stop
+    return Xa, c, eta, max_epochs, tol, stop
 
 
 def bgd(X, c, eta, w0=None, max_epochs=1000, tol=1e-6, stop="grad", warn=True) -> DeltaResult:
@@ -136,14 +153,20 @@ def bgd(X, c, eta, w0=None, max_epochs=1000, tol=1e-6, stop="grad", warn=True) -
     Reports ``diverged=True`` (with a DivergenceWarning) when Err blows up; ``warn=False``
     silences the warnings (the result still says what happened).
     """
-    Xa, c, eta, w, max_epochs, tol, stop = _setup(X, c, eta, w0, max_epochs, tol, stop)
+    Xa, c, eta, max_epochs, tol, stop = _setup(
+        X, c, eta=eta, max_epochs=max_epochs, tol=tol, stop=stop
+    )
 
-    def epoch(w):
-        error = c - Xa @ w  # 5-7. error = c(x) - wᵀx for every x, shape (n,)
-        delta_w = eta * (error @ Xa)  #      Δw = Σ η · error · x
-        return w + delta_w  # 9. w = w + Δw
-
-    return _train(epoch, Xa, c, w, eta, max_epochs, tol, stop, "BGD", warn)
+    w = _checks.initial_weights(w0, Xa.shape[1])  # 1. initialise w
+    run = _Epochs(Xa, c, w, stop=stop, tol=tol)  # records each epoch, tests the rule
+    with np.errstate(over="ignore", invalid="ignore"):  # a too large η overflows: run notices
+        for t in range(1, max_epochs + 1):  # 2-3. repeat, t = t + 1
+            error = c - Xa @ w  # 5-8. error = c(x) - wᵀx for every x, shape (n,)
+            delta_w = eta * (error @ Xa)  # 4-8. Δw = Σ η · error · x
+            w = w + delta_w  # 9. w = w + Δw
+            if run.done(w):  # 10. until the stopping rule holds (or Err blows up)
+                break
+    return run.result(name="BGD", eta=eta, max_epochs=max_epochs, warn=warn)
 
 
 @dataclass(frozen=True)
@@ -183,7 +206,7 @@ def lms(X, d, eta, w0=None) -> LMSResult:
     eta = _checks.positive(eta, "eta")
     w = _checks.initial_weights(w0, Xa.shape[1])
     with np.errstate(over="ignore", invalid="ignore"):
-        ws, errors = _lms_pass(Xa, d, eta, w)
+        ws, errors = _lms_pass(Xa=Xa, d=d, eta=eta, w=w)
     if not (np.all(np.isfinite(ws)) and np.all(np.isfinite(errors))):
         raise ValueError(f"`eta` = {eta:g} is too large: the LMS weights overflowed.")
     return LMSResult(ws[-1].copy(), ws, errors)
@@ -195,10 +218,16 @@ def igd(X, c, eta, w0=None, max_epochs=1000, tol=1e-6, stop="change", warn=True)
     Same arguments as :func:`bgd`; w is updated after every example, in the given order.
     The default rule stops when an epoch changes Err by at most ``tol``.
     """
-    Xa, c, eta, w, max_epochs, tol, stop = _setup(X, c, eta, w0, max_epochs, tol, stop)
+    Xa, c, eta, max_epochs, tol, stop = _setup(
+        X, c, eta=eta, max_epochs=max_epochs, tol=tol, stop=stop
+    )
 
-    def epoch(w):
-        ws, _ = _lms_pass(Xa, c, eta, w)  # 4-8. one pass of the delta rule over D
-        return ws[-1]
-
-    return _train(epoch, Xa, c, w, eta, max_epochs, tol, stop, "IGD", warn)
+    w = _checks.initial_weights(w0, Xa.shape[1])  # 1. initialise w
+    run = _Epochs(Xa, c, w, stop=stop, tol=tol)  # records each epoch, tests the rule
+    with np.errstate(over="ignore", invalid="ignore"):  # a too large η overflows: run notices
+        for t in range(1, max_epochs + 1):  # 2-3. repeat, t = t + 1
+            ws, _ = _lms_pass(Xa=Xa, d=c, eta=eta, w=w)  # 4-8. the delta rule on each x in D
+            w = ws[-1]  #    (the LMS pass above; ws holds w after each example)
+            if run.done(w):  # 9. until the stopping rule holds (or Err blows up)
+                break
+    return run.result(name="IGD", eta=eta, max_epochs=max_epochs, warn=warn)

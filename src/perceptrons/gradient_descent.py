@@ -43,54 +43,95 @@ def _step_size(eta, t):
     return _checks.positive(value, "eta" if not callable(eta) else f"eta({t})")
 
 
+class _Path:
+    """What every descent loop here does around its step: check the start and the settings,
+    record w(0), w(1), ..., stop at a small gradient (converged), and stop when w leaves the
+    ball ‖w‖ <= max_norm or a value turns non-finite (diverged; the last finite w is kept)."""
+
+    def __init__(self, grad, w0, *, steps, tol, max_norm):
+        w = _checks.as_vector(w0, "w0").copy()
+        if not callable(grad):
+            raise TypeError(f"`grad` must be a function w -> ∇E(w); got {type(grad).__name__}.")
+        self.grad = grad
+        self.steps = _checks.positive_int(steps, "steps")
+        self.tol = _checks.positive(tol, "tol")
+        self.max_norm = _checks.positive(max_norm, "max_norm")
+        self.points = [w]
+        self.converged = self.diverged = False
+
+    @property
+    def start(self) -> np.ndarray:
+        """w(0), a checked copy of w0, shape (d,)."""
+        return self.points[0].copy()
+
+    def gradient(self, w) -> np.ndarray:
+        """∇E(w), checked to have the shape of w."""
+        g = np.asarray(self.grad(w), dtype=float)
+        if g.shape != w.shape:
+            raise ValueError(f"`grad` must return shape {w.shape}; got shape {g.shape}.")
+        return g
+
+    def settled(self, g) -> bool:
+        """True when the gradient g is small enough (converged) or not finite (diverged)."""
+        if not np.all(np.isfinite(g)):
+            self.diverged = True
+        elif np.linalg.norm(g) <= self.tol:
+            self.converged = True
+        return self.converged or self.diverged
+
+    def escaped(self, w) -> bool:
+        """Record w; True (and w not recorded) when it left the ball or is not finite."""
+        if not np.all(np.isfinite(w)) or np.linalg.norm(w) > self.max_norm:
+            self.diverged = True
+            return True
+        self.points.append(w.copy())
+        return False
+
+    def result(self, *, name, warn) -> GDResult:
+        """The outcome, with a warning (unless ``warn=False``) if the run diverged or did not
+        converge; the warning points at the caller of the method ``name``."""
+        k = len(self.points) - 1
+        if warn and self.diverged:
+            warnings.warn(
+                f"{name} diverged at step {k + 1}: ‖w‖ passed {self.max_norm:g} or became "
+                "non-finite; η is too large.",
+                DivergenceWarning,
+                stacklevel=3,
+            )
+        elif warn and not self.converged:
+            warnings.warn(
+                f"{name} did not reach ‖∇E‖ <= {self.tol:g} in {self.steps} steps.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        return GDResult(
+            w=self.points[-1].copy(),
+            path=np.array(self.points),
+            steps=k,
+            converged=self.converged,
+            diverged=self.diverged,
+        )
+
+
 def descend(grad, w0, step, steps=1000, tol=1e-6, max_norm=1e6, warn=True, name="Descent"):
-    """The loop shared by every first-order method here: w(t+1) = w(t) + step(t, w(t), g(t)).
+    """The loop shared by the step rules (line search, Nesterov, AdaGrad, RMSProp, Adam):
+    w(t+1) = w(t) + step(t, w(t), g(t)), the same loop as :func:`gd` with Δw(t) from ``step``.
 
     grad : w (d,) -> ∇E(w) (d,);  step : (t, w, g) -> Δw (d,), may keep state between calls.
     Stops when ‖∇E(w)‖ <= tol (converged), or when w leaves the ball ‖w‖ <= max_norm or a
     value turns non-finite (diverged, the last finite w is kept), or after ``steps`` steps.
     """
-    w = _checks.as_vector(w0, "w0").copy()
-    if not callable(grad):
-        raise TypeError(f"`grad` must be a function w -> ∇E(w); got {type(grad).__name__}.")
-    steps = _checks.positive_int(steps, "steps")
-    tol = _checks.positive(tol, "tol")
-    max_norm = _checks.positive(max_norm, "max_norm")
-
-    path = [w.copy()]
-    converged = diverged = False
-    with np.errstate(over="ignore", invalid="ignore"):
-        for t in range(steps):
-            g = np.asarray(grad(w), dtype=float)  # ∇E(w(t))
-            if g.shape != w.shape:
-                raise ValueError(f"`grad` must return shape {w.shape}; got shape {g.shape}.")
-            if not np.all(np.isfinite(g)):
-                diverged = True
+    run = _Path(grad, w0, steps=steps, tol=tol, max_norm=max_norm)
+    w = run.start
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow means divergence: run notices
+        for t in range(run.steps):
+            g = run.gradient(w)  # ∇E(w(t))
+            if run.settled(g):  # ‖∇E(w(t))‖ <= tol, or not finite
                 break
-            if np.linalg.norm(g) <= tol:
-                converged = True
+            w = w + step(t, w, g)  # w(t+1) = w(t) + Δw(t)
+            if run.escaped(w):  # ‖w(t+1)‖ > max_norm, or not finite
                 break
-            w_next = w + step(t, w, g)  # w(t+1) = w(t) + Δw(t)
-            if not np.all(np.isfinite(w_next)) or np.linalg.norm(w_next) > max_norm:
-                diverged = True
-                break
-            w = w_next
-            path.append(w.copy())
-    k = len(path) - 1
-    if warn and diverged:
-        warnings.warn(
-            f"{name} diverged at step {k + 1}: ‖w‖ passed {max_norm:g} or became "
-            "non-finite; η is too large.",
-            DivergenceWarning,
-            stacklevel=3,
-        )
-    elif warn and not converged:
-        warnings.warn(
-            f"{name} did not reach ‖∇E‖ <= {tol:g} in {steps} steps.",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
-    return GDResult(w=w, path=np.array(path), steps=k, converged=converged, diverged=diverged)
+    return run.result(name=name, warn=warn)
 
 
 def gd(
@@ -116,14 +157,20 @@ def gd(
     if not callable(eta):
         _checks.positive(eta, "eta")
     alpha = _checks.momentum(alpha)
+    run = _Path(grad, w0, steps=steps, tol=tol, max_norm=max_norm)  # records w, tests stops
+
+    w = run.start  # w(0)
     delta_w = 0.0  # Δw(-1) = 0
-
-    def step(t, w, g):
-        nonlocal delta_w
-        delta_w = -_step_size(eta, t) * g + alpha * delta_w  # Δw(t) = -η∇E(w(t)) + αΔw(t-1)
-        return delta_w
-
-    return descend(grad, w0, step, steps, tol, max_norm, warn, "Gradient descent")
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow means divergence: run notices
+        for t in range(run.steps):
+            g = run.gradient(w)  # ∇E(w(t))
+            if run.settled(g):  # until ‖∇E(w(t))‖ <= tol (or it is not finite)
+                break
+            delta_w = -_step_size(eta, t) * g + alpha * delta_w  # Δw(t) = -η∇E(w(t)) + αΔw(t-1)
+            w = w + delta_w  # w(t+1) = w(t) + Δw(t)
+            if run.escaped(w):  # diverged: ‖w(t+1)‖ > max_norm, or not finite
+                break
+    return run.result(name="Gradient descent", warn=warn)
 
 
 def exact_step(f, w, g, eta_max=1e6, tol=1e-10) -> float:
@@ -161,4 +208,6 @@ def steepest_descent(f, grad, w0, steps=1000, tol=1e-6, max_norm=1e6, warn=True)
     def step(t, w, g):
         return -exact_step(f, w, g) * g
 
-    return descend(grad, w0, step, steps, tol, max_norm, warn, "Steepest descent")
+    return descend(
+        grad, w0, step, steps=steps, tol=tol, max_norm=max_norm, warn=warn, name="Steepest descent"
+    )

@@ -80,6 +80,13 @@ def logistic_regression(
     Xa = augment(X)
     y = _checks.as_binary01(y, Xa.shape[0], both=True)  # one class alone has no finite MLE
     w = _checks.initial_weights(w0, Xa.shape[1])
-    res = gd(lambda w: -_ll_grad(w, Xa, y), w, eta, alpha, steps, tol, warn=warn)
+    res = gd(lambda w: -_ll_grad(w, Xa, y), w, eta, alpha=alpha, steps=steps, tol=tol, warn=warn)
     lls = np.array([_ll(w, Xa, y) for w in res.path])
-    return LogisticResult(res.w, res.path, lls, res.steps, res.converged, res.diverged)
+    return LogisticResult(
+        w=res.w,
+        path=res.path,
+        log_likelihoods=lls,
+        steps=res.steps,
+        converged=res.converged,
+        diverged=res.diverged,
+    )

@@ -9,6 +9,7 @@ class is c(x), and the perceptron outputs y(x) = heaviside(wᵀx). Inputs ``X`` 
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -42,6 +43,10 @@ def pt_error(c, wx, convention: str):
     convention "01":  error = c - heaviside(wᵀx)            (c in {0, 1})
     convention "pm1": error = c if c·wᵀx <= 0, else 0       (c in {-1, +1})
     """
+    if isinstance(c, float | int) and isinstance(wx, float | int):  # one example: no arrays
+        if convention == "01":
+            return c - (1.0 if wx >= 0 else 0.0)
+        return c if c * wx <= 0 else 0.0
     c, wx = np.asarray(c, dtype=float), np.asarray(wx, dtype=float)
     if convention == "01":
         return c - heaviside(wx)
@@ -54,44 +59,66 @@ class PTResult:
 
     w : ndarray (p+1,)       final weights, w[0] = w0 = -θ
     ws : ndarray (k+1, p+1)  weights before the first and after each of the k updates
-    updated : ndarray (k,)   index of the example that caused each update
+                             (None when PT ran with ``history=False``)
+    updated : ndarray (k,)   index of the example that caused each update (None likewise)
     mistakes : int           number of updates k
     epochs : int             passes over the data that were started
     converged : bool         whether the last epoch made no mistake
     """
 
     w: np.ndarray
-    ws: np.ndarray
-    updated: np.ndarray
+    ws: np.ndarray | None
+    updated: np.ndarray | None
     mistakes: int
     epochs: int
     converged: bool
 
 
-def _mistakes(Xv, cv, w, convention):
-    """Yield the position k of each example of Xv (n, p+1), in order, that w misclassifies.
+class _Skip:
+    """Line 4 of PT made fast: which example may w misclassify next?
 
-    Same answers as testing the examples one by one: the caller updates ``w`` in place after
-    each yield, and the scan resumes right after example k with the new w. Examples with
-    error 0 leave w unchanged, so they are tested in blocks (one matrix-vector product per
-    block) instead of one Python step each; the block grows while no mistake turns up.
+    An example whose error is 0 leaves w unchanged, so PT may pass over every example that
+    w certainly classifies correctly. ``next(w, visit, start)`` returns the first position
+    k >= ``start`` in the order ``visit`` whose example w might misclassify, or n if there
+    is none. It tests a block of examples with one matrix-vector product; the block grows
+    while no candidate turns up and shrinks to about twice the last gap when one does.
+
+    "Certainly correct" leaves room for rounding: s·wᵀx > slack, with s = ±1 the class and
+    slack = 4·γ_d·max‖x‖·‖w‖ (γ_d = d·u/(1 - d·u), u = 2⁻⁵³), twice a bound on the rounding
+    error of any way of summing the d products of wᵀx. So no example that PT's own
+    ``w @ x`` calls a mistake is passed over, and the weights are exactly those of testing
+    every example in turn. The answer depends on the arguments only; earlier calls set
+    nothing but the block size.
     """
-    start, block = 0, 64
-    while start < len(Xv):
-        wx = Xv[start : start + block] @ w  # (block,)
-        if convention == "01":
-            wrong = (wx >= 0) != (cv[start : start + block] == 1)  # heaviside(wᵀx) != c
-        else:
-            wrong = cv[start : start + block] * wx <= 0
-        k = int(wrong.argmax())
-        if not wrong[k]:  # no mistake in this block
-            start, block = start + len(wx), min(2 * block, 8192)
-            continue
-        yield start + k
-        start, block = start + k + 1, 64
+
+    def __init__(self, X, c, convention):
+        n, d = X.shape
+        s = 2 * c - 1 if convention == "01" else c  # the class as -1 or +1, shape (n,)
+        self.sX = s[:, None] * X  # (n, d): s·wᵀx = (s·x)ᵀw exactly, since s = ±1
+        gamma = d * 2.0**-53 / (1 - d * 2.0**-53)
+        self.slack_per_norm_w = 4 * gamma * float(np.sqrt(np.max(np.sum(X * X, axis=1))))
+        self.block = 16
+        self.visit, self.rows = None, self.sX
+
+    def next(self, w, visit, start):
+        if visit is not self.visit:  # a new order: its rows, once per epoch
+            self.visit, self.rows = visit, self.sX[visit]
+        slack = self.slack_per_norm_w * math.sqrt(w.dot(w))
+        n = len(self.rows)
+        while start < n:
+            stop = min(start + self.block, n)
+            maybe_wrong = self.rows[start:stop].dot(w) <= slack  # (stop - start,)
+            k = int(maybe_wrong.argmax())
+            if maybe_wrong[k]:
+                self.block = max(16, 2 * (k + 1))
+                return start + k
+            start, self.block = stop, min(2 * self.block, 8192)
+        return n
 
 
-def pt(X, c, eta=1.0, w0=None, max_epochs=100, order="cyclic", rng=None, warn=True) -> PTResult:
+def pt(
+    X, c, eta=1.0, w0=None, max_epochs=100, order="cyclic", rng=None, warn=True, history=True
+) -> PTResult:
     """Rosenblatt's perceptron training (PT).
 
     Parameters
@@ -105,6 +132,8 @@ def pt(X, c, eta=1.0, w0=None, max_epochs=100, order="cyclic", rng=None, warn=Tr
     order : "cyclic" or "random"  visit the examples in the given order, or in a fresh
                                   random permutation (from ``rng``) each epoch
     rng : seed or numpy Generator used by order="random"
+    history : bool                keep every weight vector and the example behind each
+                                  update (``ws``, ``updated``); False keeps memory constant
 
     Stops after the first epoch without a mistake (``converged=True``), or after
     ``max_epochs`` with a :class:`ConvergenceWarning` (unless ``warn=False``).
@@ -112,27 +141,34 @@ def pt(X, c, eta=1.0, w0=None, max_epochs=100, order="cyclic", rng=None, warn=Tr
     Xa = augment(X)  # (n, p+1), x0 = 1
     n, d = Xa.shape
     c, convention = _checks.as_labels(c, n)
-    # On a misclassified example the error c - heaviside(wᵀx) is +1 for class 1 and -1 for
-    # class 0; with labels ±1 it is c itself. Either way: the label as ±1.
-    error_if_wrong = 2 * c - 1 if convention == "01" else c
     eta = _checks.positive(eta, "eta")
     max_epochs = _checks.positive_int(max_epochs, "max_epochs")
     order = _checks.choice(order, "order", ("cyclic", "random"))
     rng = np.random.default_rng(rng)
+    history = _checks.flag(history, "history")
+    skip = _Skip(Xa, c, convention)  # passes over examples w classifies correctly (above)
+    as_given = np.arange(n)
 
-    w = _checks.initial_weights(w0, d)  # 1. init
-    ws, updated = [w.copy()], []
-    converged = False
-    for t in range(1, max_epochs + 1):  # 2-3. REPEAT, t = t + 1 (t counts epochs here)
-        visit = np.arange(n) if order == "cyclic" else rng.permutation(n)
-        Xv, cv = (Xa, c) if order == "cyclic" else (Xa[visit], c[visit])  # examples in order
-        ev = error_if_wrong if order == "cyclic" else error_if_wrong[visit]
-        mistakes_before = len(updated)
-        for k in _mistakes(Xv, cv, w, convention):  # 4-5. next x whose error is not 0
-            w += (eta * ev[k]) * Xv[k]  # 6-7. Δw = η · error · x;  w = w + Δw
-            ws.append(w.copy())
-            updated.append(visit[k])
-        if len(updated) == mistakes_before:  # 8. UNTIL no example is misclassified
+    w = _checks.initial_weights(w0, d)  # 1. initialise w
+    ws, updated = ([w], []) if history else (None, None)
+    mistakes, converged = 0, False
+    for t in range(1, max_epochs + 1):  # 2-3. repeat, t = t + 1 (t counts epochs here)
+        visit = as_given if order == "cyclic" else rng.permutation(n)  # this epoch's order
+        mistakes_before = mistakes
+        k = skip.next(w, visit, start=0)
+        while k < n:  # 4. choose the next example (x, c(x)) that w may misclassify
+            i = visit[k]
+            x, c_x = Xa[i], c[i]
+            error = pt_error(c_x, w @ x, convention)  # 5. error = c(x) - heaviside(wᵀx)
+            if error != 0:  # (an error of 0 leaves w as it is)
+                delta_w = eta * error * x  # 6. Δw = η · error · x
+                w = w + delta_w  # 7. w = w + Δw
+                mistakes += 1
+                if history:
+                    ws.append(w.copy())
+                    updated.append(i)
+            k = skip.next(w, visit, start=k + 1)
+        if mistakes == mistakes_before:  # 8. until no example is misclassified
             converged = True
             break
     if warn and not converged:
@@ -144,9 +180,9 @@ def pt(X, c, eta=1.0, w0=None, max_epochs=100, order="cyclic", rng=None, warn=Tr
         )
     return PTResult(
         w=w,
-        ws=np.array(ws),
-        updated=np.array(updated, dtype=int),
-        mistakes=len(updated),
+        ws=np.array(ws) if history else None,
+        updated=np.array(updated, dtype=int) if history else None,
+        mistakes=mistakes,
         epochs=t,
         converged=converged,
     )
