@@ -16,7 +16,7 @@ CODE = [
     *(ROOT / "tests").glob("*.py"),
     *(ROOT / "benchmarks").glob("*.py"),
     ROOT / "tasks.py",
-    ROOT / "labs" / "course.py",
+    *(ROOT / "labs" / "labtools").glob("*.py"),
 ]
 
 
@@ -71,6 +71,7 @@ def test_every_direct_dependency_is_named_once_and_pinned():
 def test_every_imported_package_is_declared():
     distributions = packages_distributions()
     local = {"perceptrons", "_helpers", "tasks", "browser", "vendor_assets", "book_fixes"}
+    local |= {"labtools"}
     local |= {p.stem for p in CODE}
     declared = set(named())
     undeclared = set()
