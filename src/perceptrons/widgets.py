@@ -141,7 +141,8 @@ def slider_panel(fig, update: Callable[..., str], **sliders):
 
 def frame_slider(slider):
     """A ``SelectionSlider`` over the positions of a float slider: min to max by step
-    (``FloatLogSlider``: in powers of its base), its value snapped to the nearest one."""
+    (``FloatLogSlider``: in powers of its base) rounded to three significant digits, its
+    value snapped to the nearest one."""
     import ipywidgets as widgets
 
     if isinstance(slider, widgets.SelectionSlider):
@@ -149,7 +150,8 @@ def frame_slider(slider):
     n = round((slider.max - slider.min) / slider.step) + 1
     positions = np.linspace(slider.min, slider.max, n)
     log = isinstance(slider, widgets.FloatLogSlider)
-    values = [float(v) for v in (slider.base**positions if log else positions)]
+    # three significant digits, as the readout shows them, so readout and status agree
+    values = [float(f"{v:.3g}") for v in (slider.base**positions if log else positions)]
     where = np.log(slider.value) / np.log(slider.base) if log else slider.value
     return widgets.SelectionSlider(
         options=[(f"{v:.3g}", v) for v in values],
