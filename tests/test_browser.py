@@ -333,5 +333,12 @@ def test_sliders_move_the_picture_without_a_kernel(site, doc):
                 assert after["src"] != before["src"] and after["status"], (doc, how, where)
                 seen.add(after["src"])
         assert len(seen) >= 1 + 3 * len(shown["labels"]), f"{doc}: too few different pictures"
+        # on a phone the sliders wrap onto lines of their own instead of losing their tracks
+        page.set_viewport_size({"width": 390, "height": 844})
+        tracks = [
+            box["width"] for box in (t.bounding_box() for t in panel.locator(".noUi-base").all())
+        ]
+        assert min(tracks) > 100, f"{doc}: slider tracks {tracks} px wide at phone width"
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390, doc
     unexpected = [m for m in messages if not m.startswith(ALLOWED_CONSOLE)]
     assert unexpected == [], f"{doc}: console messages {unexpected}"

@@ -136,7 +136,15 @@ def slider_panel(fig, update: Callable[..., str], **sliders):
         w.continuous_update = False
         w.observe(redraw, names="value")
     redraw()
-    return widgets.VBox([widgets.HBox(list(sliders.values())), status, image])
+    return widgets.VBox([_slider_row(sliders), status, image])
+
+
+def _slider_row(sliders):
+    """The sliders side by side, wrapping onto more lines on a narrow (phone) screen rather
+    than squeezing each track to nothing."""
+    import ipywidgets as widgets
+
+    return widgets.HBox(list(sliders.values()), layout=widgets.Layout(flex_flow="row wrap"))
 
 
 def frame_slider(slider):
@@ -237,7 +245,7 @@ def frame_panel(fig, update: Callable[..., str], **sliders):
         return box
 
     frames = stack(0, leaves)
-    panel = widgets.VBox([widgets.HBox(list(sliders.values())), style, frames])
+    panel = widgets.VBox([_slider_row(sliders), style, frames])
     panel.add_class("frame-slider")
     panel.links = links  # the Link widgets, for tests; the saved state holds them too
     return panel
