@@ -22,4 +22,35 @@
       };
     }
   });
+
+  // Frame sliders (perceptrons.widgets.frame_panel) switch saved frames in the browser. The
+  // slider's handle says by itself only the position's number ("3.00"); have it name the
+  // slider, the value shown and the status line of the frame in view, for screen readers.
+  function describeFrameSliders() {
+    document.querySelectorAll(".frame-slider").forEach(function (panel) {
+      var status = panel.querySelector(".frame-status");
+      panel.querySelectorAll(".widget-slider").forEach(function (slider) {
+        var handle = slider.querySelector(".noUi-handle");
+        var label = slider.querySelector(".widget-label");
+        var readout = slider.querySelector(".widget-readout");
+        if (!handle || !label || !readout) return;
+        var name = label.textContent.trim();
+        var text = name + " = " + readout.textContent.trim();
+        if (status) text += "; " + status.textContent.trim();
+        if (handle.getAttribute("aria-label") !== name) handle.setAttribute("aria-label", name);
+        if (handle.getAttribute("aria-valuetext") !== text) handle.setAttribute("aria-valuetext", text);
+      });
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    // after every change of the page (a frame shown, a readout updated, the slider's own
+    // aria-valuetext); a second call changes nothing, so the calls stop there
+    new MutationObserver(describeFrameSliders).observe(document.body, {
+      childList: true,
+      subtree: true,
+      characterData: true,
+      attributes: true,
+      attributeFilter: ["class", "style", "aria-valuetext"],
+    });
+  });
 })();

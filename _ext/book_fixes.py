@@ -18,8 +18,12 @@ Remove a fix whose problem is gone upstream; otherwise update its version.
   chunks as they came, the way Jupyter shows them, on copies.
 - Without a `default_mode` in the page context the theme logs "Got invalid theme mode" on
   every first visit; "auto" follows the reader's light or dark preference.
+- Slider panels (`perceptrons.widgets.slider_panel`) compute live with a kernel; in the
+  build they draw every frame in advance so the saved page can move them with no kernel.
+  `sliders_as_frames` sets the variable that asks for that; kernels inherit it.
 """
 
+import os
 from importlib.metadata import version
 
 from sphinx.errors import ExtensionError
@@ -102,6 +106,10 @@ def merge_streams_exactly(outputs):
     return utils.coalesce_streams(merged)
 
 
+def sliders_as_frames(app, config):
+    os.environ["PERCEPTRONS_SLIDER_FRAMES"] = "1"  # perceptrons.widgets.FRAMES_ENV
+
+
 def setup(app):
     check_targets()
     from myst_nb.core import render
@@ -112,4 +120,5 @@ def setup(app):
     render.coalesce_streams = merge_streams_exactly  # the one name render.py calls
     app.connect("builder-inited", html_visitors_for_singlehtml)
     app.connect("html-page-context", fix_page, priority=900)  # after the others
+    app.connect("config-inited", sliders_as_frames)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -10,10 +10,10 @@ import os
 import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from html.parser import HTMLParser
 
 import pytest
 from _helpers import ROOT, STAND_IN_REPOSITORY, figure_names, load_module, toc_files
+from bs4 import BeautifulSoup
 
 sys.path.insert(0, str(ROOT / "tools"))
 import browser  # noqa: E402
@@ -29,26 +29,18 @@ ALLOWED_CONSOLE = (
 )
 
 
-class Dom(HTMLParser):
-    """Elements (tag, attributes) and the visible text of a document."""
+class Dom:
+    """Elements (tag, attributes) and the visible text of a document, read by BeautifulSoup.
+    Attribute values are strings (`class` too, space-separated, as in the document)."""
 
-    HIDDEN = {"script", "style", "pre", "code", "textarea", "mjx-assistive-mml"}
+    HIDDEN = ["script", "style", "pre", "code", "textarea", "mjx-assistive-mml"]
 
     def __init__(self, html):
-        super().__init__()
-        self.elements, self.text, self._hidden = [], [], 0
-        self.feed(html)
-
-    def handle_starttag(self, tag, attrs):
-        self.elements.append((tag, {k: v or "" for k, v in attrs}))
-        self._hidden += tag in self.HIDDEN
-
-    def handle_endtag(self, tag):
-        self._hidden -= tag in self.HIDDEN and self._hidden > 0
-
-    def handle_data(self, data):
-        if not self._hidden:
-            self.text.append(data)
+        soup = BeautifulSoup(html, "html.parser", multi_valued_attributes=None)
+        self.elements = [(e.name, dict(e.attrs)) for e in soup.find_all(True)]
+        for hidden in soup.find_all(self.HIDDEN):
+            hidden.decompose()
+        self.text = [soup.get_text()]
 
     def find(self, tag=None, cls=None, **attrs):
         """Elements with this tag, all these classes (space-separated) and attribute values."""
@@ -212,3 +204,141 @@ def test_pdf_of_the_whole_book(site, built_books, tmp_path):
     pdf = tasks.pdf(index.parent, tmp_path / "book.pdf").read_bytes()
     assert pdf.startswith(b"%PDF-")
     assert len(re.findall(rb"/Type\s*/Page\b", pdf)) > 3 * len(DOCS)  # ~90 A4 pages
+
+
+# Sliders on the static site (issue 15): each panel made by perceptrons.widgets.frame_panel
+# holds one frame per slider position, and the browser switches between them with no kernel.
+# The executed notebooks of the book (labs/release is shown unexecuted) that make a panel.
+NOTEBOOKS = [d for d in DOCS if (ROOT / f"{d}.ipynb").exists() and not d.startswith("labs/")]
+SLIDER_DOCS = [d for d in NOTEBOOKS if "slider_panel(" in (ROOT / f"{d}.ipynb").read_text()]
+FRAME_BUDGET, SITE_BUDGET = 1.5e6, 25e6  # bytes of frames per slider panel, in all pages
+
+
+def saved_frames(html_file):
+    """The frames saved in a page's widget state: {css class of a panel: {alt: (status, src)}}
+    and {css class: bytes of its frames and background}."""
+    page = BeautifulSoup(html_file.read_text(), "html.parser")
+    frames, sizes = {}, {}
+    for script in page.find_all("script", type="application/vnd.jupyter.widget-state+json"):
+        for model in json.loads(script.string)["state"].values():
+            value = model["state"].get("value")
+            if model["model_name"] != "HTMLModel" or "frames-" not in value:
+                continue
+            html = BeautifulSoup(value, "html.parser")
+            img = html.find("img")
+            if img is None:  # the panel's background, a CSS rule
+                css = re.search(r"img\.(frames-\w+)", value)[1]
+            else:
+                css = img["class"][0]
+                status = html.find(class_="frame-status").get_text()
+                frames.setdefault(css, {})[img["alt"]] = (status, img["src"])
+            sizes[css] = sizes.get(css, 0) + len(value.encode())
+    return frames, sizes
+
+
+def test_every_slider_panel_is_saved_with_its_frames(site):
+    for doc in SLIDER_DOCS:
+        frames, _ = saved_frames(site["html"] / f"{doc}.html")
+        assert len(frames) == 1 and len(next(iter(frames.values()))) >= 10, doc
+    assert len(SLIDER_DOCS) == 4  # perceptron, pitfalls, momentum, logistic
+
+
+def test_slider_frames_fit_the_budget(site):
+    total = 0
+    for doc in SLIDER_DOCS:
+        _, sizes = saved_frames(site["html"] / f"{doc}.html")
+        for css, size in sizes.items():
+            assert size <= FRAME_BUDGET, f"{doc}: {css} has {size / 1e6:.2f} MB of frames"
+            total += size
+    assert 0 < total <= SITE_BUDGET
+
+
+def test_slider_frames_are_the_same_in_both_builds(built_books):
+    for doc in SLIDER_DOCS:
+        first, second = (saved_frames(r / "_build" / "html" / f"{doc}.html") for r in built_books)
+        assert first == second, f"{doc}: the frames differ between two builds"
+
+
+def _shown(page, panel):
+    """What a frame panel shows now: readouts, status line, the image's alt text and src,
+    and the aria-valuetext of each handle."""
+    return {
+        "readouts": panel.locator(".widget-readout").all_inner_texts(),
+        "labels": panel.locator(".widget-slider .widget-label").all_inner_texts(),
+        "status": panel.locator(".frame-status").inner_text(),
+        "alt": panel.locator("img").get_attribute("alt"),
+        "src": panel.locator("img").get_attribute("src"),
+        "aria": [h.get_attribute("aria-valuetext") for h in panel.locator(".noUi-handle").all()],
+    }
+
+
+def _check_frame(doc, shown, frames):
+    """The frame shown is the saved frame of the values the sliders show."""
+    pairs = zip(shown["labels"], shown["readouts"], strict=True)
+    values = ", ".join(f"{name} = {value}" for name, value in pairs)
+    assert shown["alt"].startswith(f"The figure for {values}: "), (doc, shown["alt"])
+    assert frames.get(shown["alt"]) == (shown["status"], shown["src"]), (doc, shown["alt"])
+    for name, readout, aria in zip(
+        *(shown[k] for k in ("labels", "readouts", "aria")), strict=True
+    ):
+        assert aria == f"{name} = {readout}; {shown['status']}", (doc, aria)
+
+
+@pytest.mark.parametrize("doc", SLIDER_DOCS)
+def test_sliders_move_the_picture_without_a_kernel(site, doc):
+    """Every slider on the page, dragged with the pointer and moved with the arrow keys: the
+    picture, its alt text, the status line and what the handle announces follow."""
+    (panel_frames,) = saved_frames(site["html"] / f"{doc}.html")[0].values()
+    messages = []
+    with browser.Site(site["html"]) as server, browser.playwright_chromium() as chromium:
+        page = chromium.new_page(viewport={"width": 1280, "height": 900})
+        page.on("console", lambda m: messages.append(m.text))
+        page.on("pageerror", lambda e: messages.append(f"page error: {e}"))
+        page.goto(server.url(f"{doc}.html"))
+        page.wait_for_selector(".frame-slider .noUi-handle", timeout=30_000)
+        panel = page.locator(".frame-slider")
+        assert panel.count() == 1, doc
+        shown = _shown(page, panel)
+        _check_frame(doc, shown, panel_frames)
+        seen = {shown["src"]}
+        for k, slider in enumerate(panel.locator(".widget-slider").all()):
+            handle, track = slider.locator(".noUi-handle"), slider.locator(".noUi-base")
+            assert handle.get_attribute("role") == "slider", doc
+            assert handle.get_attribute("aria-label") == shown["labels"][k], doc
+            # keyboard: the handle is in the tab order (Shift+Tab from the readout reaches it)
+            slider.locator(".widget-readout").focus()
+            page.keyboard.press("Shift+Tab")
+            assert handle.evaluate("h => h === document.activeElement"), f"{doc}: no Tab stop"
+            moves = [("drag", 0.15), ("drag", 0.85), ("key", "ArrowLeft"), ("key", "ArrowLeft")]
+            for how, where in moves:
+                before = _shown(page, panel)
+                if how == "drag":
+                    grip, box = handle.bounding_box(), track.bounding_box()
+                    page.mouse.move(grip["x"] + grip["width"] / 2, grip["y"] + grip["height"] / 2)
+                    page.mouse.down()
+                    x, y = box["x"] + where * box["width"], box["y"] + box["height"] / 2
+                    page.mouse.move(x, y, steps=8)
+                    page.mouse.up()
+                else:
+                    handle.focus()
+                    page.keyboard.press(where)
+                page.wait_for_function(
+                    "([el, alt]) => el.querySelector('img').alt !== alt",
+                    arg=[panel.element_handle(), before["alt"]],
+                    timeout=5_000,
+                )
+                after = _shown(page, panel)
+                assert after["readouts"][k] != before["readouts"][k], (doc, how, where)
+                _check_frame(doc, after, panel_frames)
+                assert after["src"] != before["src"] and after["status"], (doc, how, where)
+                seen.add(after["src"])
+        assert len(seen) >= 1 + 3 * len(shown["labels"]), f"{doc}: too few different pictures"
+        # on a phone the sliders wrap onto lines of their own instead of losing their tracks
+        page.set_viewport_size({"width": 390, "height": 844})
+        tracks = [
+            box["width"] for box in (t.bounding_box() for t in panel.locator(".noUi-base").all())
+        ]
+        assert min(tracks) > 100, f"{doc}: slider tracks {tracks} px wide at phone width"
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390, doc
+    unexpected = [m for m in messages if not m.startswith(ALLOWED_CONSOLE)]
+    assert unexpected == [], f"{doc}: console messages {unexpected}"

@@ -1,6 +1,7 @@
 """Slider callbacks never raise over their whole range and report what happened."""
 
 import io
+import itertools
 
 import ipywidgets
 import matplotlib.pyplot as plt
@@ -152,3 +153,119 @@ def test_log_slider_spans_the_range_exactly():
     assert 10**slider.min == pytest.approx(1e-3) and 10**slider.max == pytest.approx(1e2)
     alpha = widgets.linear_slider("α", 0.9, *widgets.RANGES["momentum_alpha"])
     assert (alpha.min, alpha.max) == (0.0, 0.99)
+
+
+# Frame panels: what the book's build saves so that the sliders move on the static site.
+
+
+def _leaves(widget):
+    """The frames of a frame panel's stack, in product order of the sliders' values."""
+    if isinstance(widget, ipywidgets.HTML):
+        return [widget]
+    return [leaf for child in widget.children for leaf in _leaves(child)]
+
+
+def _frame_png(value):
+    import base64
+    import re
+
+    return base64.b64decode(re.search(r'src="data:image/png;base64,([^"]+)"', value)[1])
+
+
+def test_frame_slider_steps_through_the_sliders_positions():
+    eta = widgets.frame_slider(widgets.log_slider("η", 0.2, *widgets.RANGES["pt_eta"], step=0.5))
+    values = [v for _, v in eta.options]
+    assert values == [0.001, 0.00316, 0.01, 0.0316, 0.1, 0.316, 1.0, 3.16, 10.0, 31.6, 100.0]
+    assert [label for label, _ in eta.options][:2] == ["0.001", "0.00316"]
+    assert eta.value == 0.316 and eta.description == "η"  # 0.2 snapped in log scale
+    alpha = widgets.frame_slider(
+        widgets.linear_slider("α", 0.9, *widgets.RANGES["momentum_alpha"], step=0.09)
+    )
+    assert len(alpha.options) == 12 and alpha.options[-1][1] == 0.99 and alpha.value == 0.9
+
+
+def test_frame_panel_holds_the_frame_of_every_combination():
+    def sliders():
+        return {
+            "eta": widgets.frame_slider(widgets.log_slider("η", 1e-3, 1e-4, 1e-2, step=1)),
+            "alpha": widgets.frame_slider(widgets.linear_slider("α", 0.5, 0.0, 0.9, step=0.45)),
+        }
+
+    fig, update = widgets.rosenbrock_demo()
+    knobs = sliders()
+    panel = widgets.frame_panel(fig, update, **knobs)
+    assert "frame-slider" in panel._dom_classes
+    outer = panel.children[2]
+    assert isinstance(outer, ipywidgets.Stack) and len(outer.children) == 3
+    assert all(isinstance(inner, ipywidgets.Stack) for inner in outer.children)
+    assert outer.selected_index == knobs["eta"].index == 1
+    assert all(inner.selected_index == knobs["alpha"].index == 1 for inner in outer.children)
+    # one Link per stack, from the slider's index to the stack's selected_index
+    assert [(link.source, link.target) for link in panel.links] == [
+        ((knobs["alpha"], "index"), (inner, "selected_index")) for inner in outer.children
+    ] + [((knobs["eta"], "index"), (outer, "selected_index"))]
+    _, reference = widgets.rosenbrock_demo()  # a second demo: the status of each run
+    leaves = _leaves(outer)
+    assert len(leaves) == 9
+    values = itertools.product([1e-4, 1e-3, 1e-2], [0, 0.45, 0.9])
+    for leaf, (eta, alpha) in zip(leaves, values, strict=True):
+        status = reference(eta=eta, alpha=alpha)
+        assert f'<p class="frame-status">{status}</p>' in leaf.value
+        assert f'alt="The figure for η = {eta:.3g}, α = {alpha:.3g}: {status}"' in leaf.value
+    # deterministic: a second panel has the same bytes; different runs differ
+    again = widgets.frame_panel(*widgets.rosenbrock_demo(), **sliders())
+    assert [leaf.value for leaf in _leaves(again.children[2])] == [leaf.value for leaf in leaves]
+    assert again.children[1].value == panel.children[1].value
+    assert len({_frame_png(leaf.value) for leaf in leaves}) == 9
+
+
+def test_a_frame_over_its_background_is_the_live_picture():
+    from PIL import Image as PILImage
+
+    fig, update = widgets.gd_path_demo(P.hill_valley, P.hill_valley_grad, np.array([0.5, -1.3]))
+    eta = widgets.frame_slider(widgets.log_slider("η", 0.1, 0.01, 1.0, step=1))
+    panel = widgets.frame_panel(fig, update, eta=eta)
+    background = panel.children[1].value
+    import base64
+    import re
+
+    ground = base64.b64decode(re.search(r"base64,([^)]+)\)", background)[1])
+    ground = PILImage.open(io.BytesIO(ground)).convert("RGBA")
+    composed = []
+    for leaf in _leaves(panel.children[2]):
+        frame = PILImage.open(io.BytesIO(_frame_png(leaf.value))).convert("RGBA")
+        composed.append(np.asarray(PILImage.alpha_composite(ground, frame), dtype=float))
+    for k, value in enumerate([0.01, 0.1, 1.0]):  # the live panel's picture of each value
+        fig2, update2 = widgets.gd_path_demo(
+            P.hill_valley, P.hill_valley_grad, np.array([0.5, -1.3])
+        )
+        renderer = widgets.FigureRenderer(fig2, update2.artists)
+        update2(eta=0.1)  # the panel's first value, as frame_panel lays the figure out
+        renderer.rgba()
+        update2(eta=value)
+        live = np.asarray(renderer.rgba(), dtype=float)
+        # share of pixels that differ clearly (more than a quarter of the range)
+        errors = [(np.abs(c - live).max(axis=-1) > 64).mean() for c in composed]
+        assert errors[k] < 1e-3 < min(e for j, e in enumerate(errors) if j != k), errors
+        plt.close(fig2)
+
+
+def test_slider_panel_draws_frames_in_the_build(monkeypatch):
+    fig, update = widgets.logistic_demo(*P.blobs(40, rng=3), steps=50)
+    slider = widgets.log_slider("η", 0.01, 1e-3, 1.0, step=1)
+    monkeypatch.setenv(widgets.FRAMES_ENV, "1")
+    panel = widgets.slider_panel(fig, update, eta=slider)
+    assert "frame-slider" in panel._dom_classes
+    assert len(_leaves(panel.children[2])) == 4
+    monkeypatch.delenv(widgets.FRAMES_ENV)
+    fig, update = widgets.logistic_demo(*P.blobs(40, rng=3), steps=50)
+    live = widgets.slider_panel(fig, update, eta=widgets.log_slider("η", 0.01, 1e-3, 1.0))
+    assert "frame-slider" not in live._dom_classes and live.children[2].value.startswith("<img")
+
+
+def test_frame_panel_refuses_too_many_frames():
+    fig, update = widgets.rosenbrock_demo()
+    eta = widgets.frame_slider(widgets.log_slider("η", 1e-3, 1e-4, 1e-2, step=0.05))  # 41
+    alpha = widgets.frame_slider(widgets.linear_slider("α", 0.5, 0.0, 0.99, step=0.11))  # 10
+    with pytest.raises(ValueError, match="410 frames; at most 200"):
+        widgets.frame_panel(fig, update, eta=eta, alpha=alpha)

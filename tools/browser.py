@@ -2,6 +2,7 @@
 
 Used by tests/test_browser.py and by `python3 tasks.py screenshots` / `python3 tasks.py pdf`.
 Only the standard library: tasks.py imports this before the virtual environment exists.
+`playwright_chromium` (pointer, keyboard, live DOM) imports Playwright when it is called.
 
     with Site(Path("_build/html")) as site:
         page = load(site.url("index.html"))      # the DOM after scripts ran, console messages
@@ -10,6 +11,7 @@ Only the standard library: tasks.py imports this before the virtual environment 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -67,29 +69,39 @@ class Site:
         return [(path, code) for path, code in self.requests if code >= 400]
 
 
-def chromium(url: str, *options: str, budget_ms: int = 10_000) -> subprocess.CompletedProcess:
-    """Run headless Chromium on `url` with no network but 127.0.0.1; scripts get `budget_ms`
-    of virtual time. Console messages go to stderr (see `console`)."""
+# Flags for every run: quiet, and offline: every host but the local server fails to
+# resolve, like behind a firewall, so a page that needs a CDN shows it.
+OFFLINE = (
+    "--disable-gpu",
+    "--disable-dev-shm-usage",  # containers often have a small /dev/shm
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+)
+
+
+def _executable() -> str:
     executable = find_chromium()
     if executable is None:
         raise FileNotFoundError("Chromium is not installed (Debian: apt-get install chromium)")
+    return executable
+
+
+def chromium(url: str, *options: str, budget_ms: int = 10_000) -> subprocess.CompletedProcess:
+    """Run headless Chromium on `url` with no network but 127.0.0.1; scripts get `budget_ms`
+    of virtual time. Console messages go to stderr (see `console`)."""
+    executable = _executable()
     with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
         return subprocess.run(
             [
                 executable,
                 "--headless",
                 "--no-sandbox",
-                "--disable-gpu",
-                "--disable-dev-shm-usage",  # containers often have a small /dev/shm
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
+                *OFFLINE,
                 "--hide-scrollbars",
                 f"--user-data-dir={profile}",
-                # offline: every host but the local server fails to resolve, like behind a
-                # firewall; a page that needs a CDN shows it
-                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
                 "--enable-logging=stderr",
                 "--v=0",
                 f"--virtual-time-budget={budget_ms}",
@@ -106,6 +118,32 @@ def chromium(url: str, *options: str, budget_ms: int = 10_000) -> subprocess.Com
 def console(stderr: str) -> list[str]:
     """The page's console messages (all levels) in Chromium's log."""
     return [f"{m['message']} ({m['source']}:{m['line']})" for m in CONSOLE.finditer(stderr)]
+
+
+@contextlib.contextmanager
+def playwright_chromium(**launch):
+    """A Playwright `Browser` on the system's Chromium, headless and offline but for
+    127.0.0.1, to click, drag, type and read the DOM:
+
+        with playwright_chromium() as chromium:
+            page = chromium.new_page()
+            page.goto(site.url("index.html"))
+
+    Playwright for Python (requirements-test.txt) drives the Chromium that `find_chromium`
+    finds; its own browser download (`playwright install`) is never used. `launch` goes to
+    `BrowserType.launch` (e.g. `slow_mo=100`).
+    """
+    from playwright.sync_api import sync_playwright  # not needed by the rest of this module
+
+    executable = _executable()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=executable, args=list(OFFLINE), **launch
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 @dataclass

@@ -6,13 +6,21 @@ such as "converged after 12 updates" or "diverged at step 7"; ``update.artists``
 artists it moves. :func:`slider_panel` wires the callback to ipywidgets sliders and shows
 the figure through a :class:`FigureRenderer`, which draws the static parts (contours, data)
 once and then only the moving artists. Benchmarks and tests call ``update`` directly.
+
+With a kernel the panel computes each picture live. The book's build sets
+``PERCEPTRONS_SLIDER_FRAMES=1`` (``_ext/book_fixes.py``); then :func:`slider_panel` makes a
+:func:`frame_panel` instead: the same ``update`` draws one frame per slider position, and
+the saved page switches frames in the browser (``jslink``), with no kernel.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import io
+import itertools
+import os
 from collections.abc import Callable
 
 import matplotlib.pyplot as plt
@@ -36,6 +44,11 @@ RANGES = {
     "momentum_alpha": (0.0, 0.99),
     "logistic_eta": (1e-4, 1.0),
 }
+
+#: Set (to anything but "") by the book's build: slider panels become frame panels.
+FRAMES_ENV = "PERCEPTRONS_SLIDER_FRAMES"
+#: At most this many frames in one panel (all slider combinations).
+MAX_FRAMES = 200
 
 
 def log_slider(description, value, low, high, step=0.05):
@@ -78,6 +91,12 @@ class FigureRenderer:
 
     def png(self) -> bytes:
         """The figure as PNG bytes."""
+        buffer = io.BytesIO()
+        Image.fromarray(self.rgba()).save(buffer, "png", compress_level=1)
+        return buffer.getvalue()
+
+    def rgba(self):
+        """The figure as an RGBA array of shape (height, width, 4)."""
         if self.background is None:
             self.canvas.draw()
             self.fig.set_layout_engine("none")
@@ -86,9 +105,7 @@ class FigureRenderer:
             self.canvas.restore_region(self.background)
         for artist in self.artists:
             self.fig.draw_artist(artist)
-        buffer = io.BytesIO()
-        Image.fromarray(np.asarray(self.canvas.buffer_rgba())).save(buffer, "png", compress_level=1)
-        return buffer.getvalue()
+        return np.asarray(self.canvas.buffer_rgba())
 
 
 def slider_panel(fig, update: Callable[..., str], **sliders):
@@ -97,9 +114,13 @@ def slider_panel(fig, update: Callable[..., str], **sliders):
     Moving a slider calls ``update(**values)`` and shows the redrawn figure and its status;
     the figure is an <img> whose alt text says the slider values and the status in words.
     (An ``ipywidgets.Image`` has no alt text, and its tooltip breaks its saved view.)
+    When ``$PERCEPTRONS_SLIDER_FRAMES`` is set (the book's build), this is a
+    :func:`frame_panel` over the sliders' positions (:func:`frame_slider`) instead.
     """
     import ipywidgets as widgets
 
+    if os.environ.get(FRAMES_ENV):
+        return frame_panel(fig, update, **{name: frame_slider(w) for name, w in sliders.items()})
     plt.close(fig)  # shown through the Image widget only, not again by the inline backend
     renderer = FigureRenderer(fig, getattr(update, "artists", ()))
     image, status = widgets.HTML(), widgets.Label()
@@ -115,7 +136,119 @@ def slider_panel(fig, update: Callable[..., str], **sliders):
         w.continuous_update = False
         w.observe(redraw, names="value")
     redraw()
-    return widgets.VBox([widgets.HBox(list(sliders.values())), status, image])
+    return widgets.VBox([_slider_row(sliders), status, image])
+
+
+def _slider_row(sliders):
+    """The sliders side by side, wrapping onto more lines on a narrow (phone) screen rather
+    than squeezing each track to nothing."""
+    import ipywidgets as widgets
+
+    return widgets.HBox(list(sliders.values()), layout=widgets.Layout(flex_flow="row wrap"))
+
+
+def frame_slider(slider):
+    """A ``SelectionSlider`` over the positions of a float slider: min to max by step
+    (``FloatLogSlider``: in powers of its base) rounded to three significant digits, its
+    value snapped to the nearest one."""
+    import ipywidgets as widgets
+
+    if isinstance(slider, widgets.SelectionSlider):
+        return slider
+    n = round((slider.max - slider.min) / slider.step) + 1
+    positions = np.linspace(slider.min, slider.max, n)
+    log = isinstance(slider, widgets.FloatLogSlider)
+    # three significant digits, as the readout shows them, so readout and status agree
+    values = [float(f"{v:.3g}") for v in (slider.base**positions if log else positions)]
+    where = np.log(slider.value) / np.log(slider.base) if log else slider.value
+    return widgets.SelectionSlider(
+        options=[(f"{v:.3g}", v) for v in values],
+        index=int(np.argmin(np.abs(positions - where))),
+        description=slider.description,
+    )
+
+
+def _png_small(rgba) -> bytes:
+    """An RGBA image (H, W, 4) as a small PNG (at most 256 colours, transparency kept)."""
+    image = Image.fromarray(np.asarray(rgba))
+    palette = image.quantize(256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    buffer = io.BytesIO()
+    palette.save(buffer, "png")
+    return buffer.getvalue()
+
+
+def _data_url(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode()
+
+
+def frame_panel(fig, update: Callable[..., str], **sliders):
+    """The panel of :func:`slider_panel` that needs no kernel: every frame drawn in advance.
+
+    ``sliders`` maps names to ``ipywidgets.SelectionSlider``; for every combination of their
+    values ``update(**values)`` draws one frame: the status line and an <img> whose alt text
+    names the values and the status. Frames sit in nested ``Stack``s (one level per slider)
+    whose ``selected_index`` is ``jslink``-ed to the slider's ``index``, so the browser
+    switches frames itself, also in a saved page.
+
+    What does not move (axes, contours, data) is stored once, as the CSS background of
+    every frame's <img>; each frame's PNG holds only the moving artists on a transparent
+    ground. Frames are deterministic: the same values give the same bytes.
+    """
+    import ipywidgets as widgets
+
+    names = list(sliders)
+    choices = [[value for _, value in sliders[name].options] for name in names]
+    count = int(np.prod([len(c) for c in choices]))
+    if count > MAX_FRAMES:
+        raise ValueError(f"the sliders give {count} frames; at most {MAX_FRAMES} are allowed")
+    plt.close(fig)
+    renderer = FigureRenderer(fig, getattr(update, "artists", ()))
+    update(**{name: sliders[name].value for name in names})  # the layout makes room for it
+    renderer.rgba()  # draws and keeps the background
+    canvas = renderer.canvas
+    canvas.restore_region(renderer.background)
+    background = _png_small(np.asarray(canvas.buffer_rgba()))
+    css = "frames-" + hashlib.sha256(background).hexdigest()[:12]  # from the content
+    height, width = np.asarray(canvas.buffer_rgba()).shape[:2]
+    style = widgets.HTML(
+        f"<style>img.{css} {{background: url({_data_url(background)}) 0 0 / 100% 100%;"
+        f" width: {width}px; max-width: 100%; height: auto; display: block}}</style>",
+        layout=widgets.Layout(display="none"),
+    )
+    leaves = []
+    for combination in itertools.product(*choices):
+        values = dict(zip(names, combination, strict=True))
+        status = update(**values)
+        shown = ", ".join(f"{sliders[n].description} = {v:.3g}" for n, v in values.items())
+        alt = html.escape(f"The figure for {shown}: {status}")
+        canvas.get_renderer().clear()  # transparent: the frame holds only what moves
+        for artist in renderer.artists:
+            fig.draw_artist(artist)
+        png = _data_url(_png_small(np.asarray(canvas.buffer_rgba())))
+        leaves.append(
+            widgets.HTML(
+                f'<p class="frame-status">{html.escape(status)}</p>'
+                f'<img class="{css}" alt="{alt}" src="{png}">'
+            )
+        )
+    links = []
+
+    def stack(level, frames):
+        """Stack the frames (in product order) along slider `level`, linked to it."""
+        if level == len(names):
+            return frames[0]
+        size = len(frames) // len(choices[level])
+        children = [stack(level + 1, frames[k : k + size]) for k in range(0, len(frames), size)]
+        slider = sliders[names[level]]
+        box = widgets.Stack(children, selected_index=slider.index)
+        links.append(widgets.jslink((slider, "index"), (box, "selected_index")))
+        return box
+
+    frames = stack(0, leaves)
+    panel = widgets.VBox([_slider_row(sliders), style, frames])
+    panel.add_class("frame-slider")
+    panel.links = links  # the Link widgets, for tests; the saved state holds them too
+    return panel
 
 
 def _boundary_segments(ws, lim):
