@@ -42,7 +42,9 @@ def nadam_reference(grad, w, eta, steps, mu=0.9, nu=0.999, eps=1e-8):
 
 def test_adadelta_matches_the_paper():
     res = P.adadelta(quadratic_grad, [1.0, 1.0], steps=50, tol=1e-14, warn=False)
-    np.testing.assert_allclose(res.w, adadelta_reference(quadratic_grad, [1.0, 1.0], 50), rtol=1e-12)
+    np.testing.assert_allclose(
+        res.w, adadelta_reference(quadratic_grad, [1.0, 1.0], 50), rtol=1e-12
+    )
 
 
 def test_nadam_matches_the_paper():

@@ -87,19 +87,19 @@ def adam(grad, w0, eta, beta1=0.9, beta2=0.999, steps=1000, tol=1e-6, warn=True)
 def adadelta(grad, w0, eta=1.0, rho=0.95, eps=1e-6, steps=1000, tol=1e-6, warn=True) -> GDResult:
     """Adadelta (Zeiler 2012): RMSProp's scaling, with the units fixed by past steps.
 
-    s(t) = ρ s(t-1) + (1 - ρ) g²,  Δw = -η √(u(t-1) + ε) / √(s(t) + ε) · g,
-    u(t) = ρ u(t-1) + (1 - ρ) Δw².  The original has η = 1; ε (default 1e-6, as there)
+    s(t) = ρ s(t-1) + (1 - ρ) g²,  Δw = -η √(s_Δ(t-1) + ε) / √(s(t) + ε) · g,
+    s_Δ(t) = ρ s_Δ(t-1) + (1 - ρ) Δw².  The original has η = 1; ε (default 1e-6, as there)
     also sets the size of the first steps, √ε / √(s + ε) · g.
     """
     eta, rho = _checks.positive(eta, "eta"), _checks.momentum(rho, "rho")
     eps = _checks.positive(eps, "eps")
-    s = u = 0.0
+    s = s_delta = 0.0
 
     def step(t, w, g):
-        nonlocal s, u
+        nonlocal s, s_delta
         s = rho * s + (1 - rho) * g**2
-        delta_w = -eta * np.sqrt(u + eps) / np.sqrt(s + eps) * g
-        u = rho * u + (1 - rho) * delta_w**2
+        delta_w = -eta * np.sqrt(s_delta + eps) / np.sqrt(s + eps) * g
+        s_delta = rho * s_delta + (1 - rho) * delta_w**2
         return delta_w
 
     return descend(grad, w0, step, steps, tol, warn=warn, name="Adadelta")
