@@ -96,7 +96,9 @@ def test_notation_defines_the_core_symbols():
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_every_listed_symbol_is_defined_in_notation(path):
     undefined = listed_symbols(path) - defined_symbols()
-    assert not undefined, f"{path.name} lists symbols notation.md does not define: {sorted(undefined)}"
+    assert not undefined, (
+        f"{path.name} lists symbols notation.md does not define: {sorted(undefined)}"
+    )
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
