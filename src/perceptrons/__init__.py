@@ -6,7 +6,7 @@ the trainers prepend it and return weights w of shape (p+1,) with w[0] = w0 = -Î
 """
 
 from ._results import ConvergenceWarning, DivergenceWarning
-from .adaptive import adagrad, adam, nesterov, rmsprop
+from .adaptive import adadelta, adagrad, adam, nadam, nesterov, rmsprop
 from .convergence import convergence_bound, margin, radius
 from .datasets import (
     blobs,
@@ -50,6 +50,7 @@ __all__ = [
     "LMSResult",
     "LogisticResult",
     "PTResult",
+    "adadelta",
     "adagrad",
     "adam",
     "augment",
@@ -70,6 +71,7 @@ __all__ = [
     "log_likelihood_grad",
     "logistic_regression",
     "margin",
+    "nadam",
     "nesterov",
     "noisy",
     "perceptron_criterion",

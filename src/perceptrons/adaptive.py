@@ -82,3 +82,46 @@ def adam(grad, w0, eta, beta1=0.9, beta2=0.999, steps=1000, tol=1e-6, warn=True)
         return -eta * m_hat / (np.sqrt(v_hat) + EPS)
 
     return descend(grad, w0, step, steps, tol, warn=warn, name="Adam")
+
+
+def adadelta(grad, w0, eta=1.0, rho=0.95, eps=1e-6, steps=1000, tol=1e-6, warn=True) -> GDResult:
+    """Adadelta (Zeiler 2012): RMSProp's scaling, with the units fixed by past steps.
+
+    s(t) = ρ s(t-1) + (1 - ρ) g²,  Δw = -η √(s_Δ(t-1) + ε) / √(s(t) + ε) · g,
+    s_Δ(t) = ρ s_Δ(t-1) + (1 - ρ) Δw².  The original has η = 1; ε (default 1e-6, as there)
+    also sets the size of the first steps, √ε / √(s + ε) · g.
+    """
+    eta, rho = _checks.positive(eta, "eta"), _checks.momentum(rho, "rho")
+    eps = _checks.positive(eps, "eps")
+    s = s_delta = 0.0
+
+    def step(t, w, g):
+        nonlocal s, s_delta
+        s = rho * s + (1 - rho) * g**2
+        delta_w = -eta * np.sqrt(s_delta + eps) / np.sqrt(s + eps) * g
+        s_delta = rho * s_delta + (1 - rho) * delta_w**2
+        return delta_w
+
+    return descend(grad, w0, step, steps, tol, warn=warn, name="Adadelta")
+
+
+def nadam(grad, w0, eta, beta1=0.9, beta2=0.999, steps=1000, tol=1e-6, warn=True) -> GDResult:
+    """Nadam (Dozat 2016): Adam with Nesterov's look-ahead in the momentum term.
+
+    m and v as in :func:`adam`; the first moment looks one step ahead,
+    m̂ = β1 m / (1 - β1^(t+2)) + (1 - β1) g / (1 - β1^(t+1)),  v̂ = v / (1 - β2^(t+1)),
+    Δw = -η m̂ / (√v̂ + ε).
+    """
+    eta = _checks.positive(eta, "eta")
+    beta1, beta2 = _checks.momentum(beta1, "beta1"), _checks.momentum(beta2, "beta2")
+    m = v = 0.0
+
+    def step(t, w, g):
+        nonlocal m, v
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g**2
+        m_hat = beta1 * m / (1 - beta1 ** (t + 2)) + (1 - beta1) * g / (1 - beta1 ** (t + 1))
+        v_hat = v / (1 - beta2 ** (t + 1))
+        return -eta * m_hat / (np.sqrt(v_hat) + EPS)
+
+    return descend(grad, w0, step, steps, tol, warn=warn, name="Nadam")
