@@ -29,7 +29,7 @@ def nesterov(grad, w0, eta, alpha=0.9, steps=1000, tol=1e-6, warn=True) -> GDRes
         v = alpha * v - eta * g
         return alpha * v - eta * g
 
-    return descend(grad, w0, step, steps, tol, warn=warn, name="Nesterov")
+    return descend(grad, w0, step, steps=steps, tol=tol, warn=warn, name="Nesterov")
 
 
 def adagrad(grad, w0, eta, steps=1000, tol=1e-6, warn=True) -> GDResult:
@@ -45,7 +45,7 @@ def adagrad(grad, w0, eta, steps=1000, tol=1e-6, warn=True) -> GDResult:
         G = G + g**2
         return -eta * g / (np.sqrt(G) + EPS)
 
-    return descend(grad, w0, step, steps, tol, warn=warn, name="AdaGrad")
+    return descend(grad, w0, step, steps=steps, tol=tol, warn=warn, name="AdaGrad")
 
 
 def rmsprop(grad, w0, eta, rho=0.9, steps=1000, tol=1e-6, warn=True) -> GDResult:
@@ -61,7 +61,7 @@ def rmsprop(grad, w0, eta, rho=0.9, steps=1000, tol=1e-6, warn=True) -> GDResult
         s = rho * s + (1 - rho) * g**2
         return -eta * g / (np.sqrt(s) + EPS)
 
-    return descend(grad, w0, step, steps, tol, warn=warn, name="RMSProp")
+    return descend(grad, w0, step, steps=steps, tol=tol, warn=warn, name="RMSProp")
 
 
 def adam(grad, w0, eta, beta1=0.9, beta2=0.999, steps=1000, tol=1e-6, warn=True) -> GDResult:
@@ -81,7 +81,7 @@ def adam(grad, w0, eta, beta1=0.9, beta2=0.999, steps=1000, tol=1e-6, warn=True)
         m_hat, v_hat = m / (1 - beta1 ** (t + 1)), v / (1 - beta2 ** (t + 1))
         return -eta * m_hat / (np.sqrt(v_hat) + EPS)
 
-    return descend(grad, w0, step, steps, tol, warn=warn, name="Adam")
+    return descend(grad, w0, step, steps=steps, tol=tol, warn=warn, name="Adam")
 
 
 def adadelta(grad, w0, eta=1.0, rho=0.95, eps=1e-6, steps=1000, tol=1e-6, warn=True) -> GDResult:
@@ -102,7 +102,7 @@ def adadelta(grad, w0, eta=1.0, rho=0.95, eps=1e-6, steps=1000, tol=1e-6, warn=T
         s_delta = rho * s_delta + (1 - rho) * delta_w**2
         return delta_w
 
-    return descend(grad, w0, step, steps, tol, warn=warn, name="Adadelta")
+    return descend(grad, w0, step, steps=steps, tol=tol, warn=warn, name="Adadelta")
 
 
 def nadam(grad, w0, eta, beta1=0.9, beta2=0.999, steps=1000, tol=1e-6, warn=True) -> GDResult:
@@ -124,4 +124,4 @@ def nadam(grad, w0, eta, beta1=0.9, beta2=0.999, steps=1000, tol=1e-6, warn=True
         v_hat = v / (1 - beta2 ** (t + 1))
         return -eta * m_hat / (np.sqrt(v_hat) + EPS)
 
-    return descend(grad, w0, step, steps, tol, warn=warn, name="Nadam")
+    return descend(grad, w0, step, steps=steps, tol=tol, warn=warn, name="Nadam")
