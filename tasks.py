@@ -3,6 +3,7 @@
 
     python3 tasks.py book   # make .venv, install, build the website, print where it is
     python3 tasks.py test   # make .venv, install, run the commit hooks and every test
+    python3 tasks.py test --quick   # the same without the slow tests (builds, browser, ...)
 
 To look at the website without a browser at hand, or to print it (both need Chromium,
 `apt-get install chromium` on Debian):
@@ -221,9 +222,12 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     jobs = parser.add_subparsers(dest="job", required=True)
+    test = jobs.add_parser("test", help="set up and run the hooks and every test")
+    test.add_argument(
+        "--quick", action="store_true", help="only the tests not marked slow (a few minutes less)"
+    )
     for name, text in (
         ("book", "set up and build the website"),
-        ("test", "set up and run the hooks and every test"),
         ("screenshots", "every page at desktop and phone width (needs Chromium)"),
         ("pdf", "the whole book as one PDF (needs Chromium)"),
         ("labs", "regenerate labs/release from labs/source"),
@@ -269,7 +273,8 @@ def main() -> None:
             else:
                 print("Not a git checkout: the pre-commit hooks were NOT run.", flush=True)
             env = dict(os.environ, PYTHONHASHSEED="0")
-            run(BIN / "python", "-m", "pytest", env=env)
+            quick = ["-m", "not slow", "tests"] if args.quick else []  # no builds, no notebooks
+            run(BIN / "python", "-m", "pytest", *quick, env=env)
         elif job == "labs":
             labtools("release")
         elif job == "grade":

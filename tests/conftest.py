@@ -17,10 +17,11 @@ def built_books(tmp_path_factory):
     return roots
 
 
-# What `-m "not slow"` leaves out, said in one place: every test that needs a book build, and
-# the modules that start a browser, grade in a sandbox or install a fresh environment.
-SLOW_FIXTURES = {"built_books"}
-SLOW_MODULES = {"test_browser.py", "test_grading.py", "test_binder.py"}
+# What `-m "not slow"` leaves out, said in one place: every test that needs a book build or
+# the class of planted submissions graded, and the modules that start a browser or install a
+# fresh environment (test_grading.py marks its other slow tests itself).
+SLOW_FIXTURES = {"built_books", "graded"}
+SLOW_MODULES = {"test_browser.py", "test_binder.py"}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -54,6 +54,7 @@ def test_there_are_at_least_four_labs_with_four_to_eight_exercises():
         assert 4 <= len(exercises) <= 8, f"{lab} has {len(exercises)} exercises"
 
 
+@pytest.mark.slow
 def test_student_versions_are_up_to_date(tmp_path):
     release.generate(out=tmp_path)
     for lab in layout.lab_names():
@@ -71,7 +72,7 @@ def test_student_versions_hold_no_solutions_and_say_what_to_write():
         assert stubs >= 3 and stubs == code.count("raise NotImplementedError('Student exercise: ")
 
 
-def test_every_forbidden_function_exists_and_can_be_swapped():
+def test_every_forbidden_function_and_reference_exists():
     import perceptrons
 
     for lab in layout.lab_names():
@@ -79,6 +80,10 @@ def test_every_forbidden_function_exists_and_can_be_swapped():
             for qualified in forbid:
                 func = getattr(perceptrons, qualified.split(".", 1)[1])
                 assert not func.__code__.co_freevars, f"{lab} {name}: {qualified}"
+        cells, _ = notebook.plan(nb_of("source", lab), nb_of("release", lab))
+        instructor = notebook.solutions(nb_of("source", lab))
+        for cell in cells:
+            assert set(cell.reference) <= set(instructor), f"{lab} {cell.grade_id}"
 
 
 # ---------------------------------------------------------------------------------------
@@ -394,9 +399,9 @@ def plant(submitted: Path, others: Path, course: Path, port: int) -> dict:
     # honest work, and what the old grader already handled
     case("correct", solved(), 9)
     case("blank", nb_of("release"), 0)
-    case("wrong", solved({"ex1-code": PT_STEP + "    return w\n"}), 3)
-    case("loops", solved({"ex1-code": PT_STEP + "    while True:\n        pass\n"}), 3)
-    case("syntax", solved({"ex1-code": PT_STEP + "    return w +\n"}), 3)
+    case("wrong", solved({"ex1-code": PT_STEP + "    return w\n"}), 6)  # ex3 uses ours
+    case("loops", solved({"ex1-code": PT_STEP + "    while True:\n        pass\n"}), 6)
+    case("syntax", solved({"ex1-code": PT_STEP + "    return w +\n"}), 6)
     edited = solved()
     del edited["cells"][cell_index(edited, "ex1-visible")]  # a deleted test cell
     edited["cells"][cell_index(edited, "ex2-tests")]["source"] = "pass"  # an edited one
@@ -670,6 +675,7 @@ def test_a_second_run_grades_only_what_is_new_and_regrade_keeps_manual_scores(gr
     assert rows["correct"]["total"] == "11.0"
 
 
+@pytest.mark.slow
 def test_a_run_that_is_killed_resumes_where_it_stopped(tmp_path):
     need_sandbox()
     submissions, course = tmp_path / "in", tmp_path / "course"
@@ -741,9 +747,12 @@ def test_unsafe_mode_still_computes_verdicts_outside(tmp_path):
     source = nb_of("source")
     result = verdicts.evaluate(source, solved({"ex1-code": PATCHER}), LIMITS, unsafe=True)
     score = sum(c.get("score", 0) for c in result["cells"])
-    assert score == 3  # ex2 and ex5; ex1 and ex3 (whose train calls the wrong pt_step) lost
+    # ex2 and ex5 only: ex1 is wrong, and the patched np.array_equal stops its own train
+    # after one epoch (even with the instructor's pt_step in place)
+    assert score == 3
 
 
+@pytest.mark.slow
 def test_grading_runs_on_a_dask_cluster(tmp_path, monkeypatch):
     """The grading loop takes any Executor: here a dask LocalCluster's, as a class that
     outgrows one machine would use a real cluster's."""
@@ -752,7 +761,7 @@ def test_grading_runs_on_a_dask_cluster(tmp_path, monkeypatch):
 
     monkeypatch.setenv("PYTHONPATH", str(LABS))  # the workers import labtools
     submissions, course = tmp_path / "in", tmp_path / "course"
-    expected = {"correct": 9, "wrong": 3, "blank": 0}
+    expected = {"correct": 9, "wrong": 6, "blank": 0}
     notebooks = {
         "correct": solved(),
         "wrong": solved({"ex1-code": PT_STEP + "    return w\n"}),
@@ -770,3 +779,59 @@ def test_grading_runs_on_a_dask_cluster(tmp_path, monkeypatch):
     assert len(summary["graded"]) == 3
     scores = {r["student"]: float(r["automatic"]) for r in rows_of(course) if r["lab"] == LAB}
     assert scores == expected
+
+
+@pytest.mark.slow
+def test_manual_grading_in_formgrader_reaches_the_export_and_the_feedback(tmp_path):
+    """As an instructor would: grade, open a submission in formgrader (Chromium), enter a
+    score and a comment for the written answer, then export and regenerate feedback."""
+    need_sandbox()
+    sys.path.insert(0, str(ROOT / "tools"))
+    import browser
+
+    if browser.find_chromium() is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI must install Chromium (apt-get install chromium)")
+        pytest.skip("Chromium is not installed")
+    from labtools import formgrader
+    from nbgrader.api import Gradebook
+
+    submissions, course = tmp_path / "in", tmp_path / "grading"
+    path = submissions / "ada" / LAB / f"{LAB}.ipynb"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(solved()))
+    grade.grade(submissions, course, limits=LIMITS, progress=False)
+    before = next(r for r in rows_of(course) if r["lab"] == LAB)
+    assert (before["automatic"], before["manual"], before["total"]) == ("9.0", "0.0", "9.0")
+    with Gradebook(grade.db_url(course)) as gb:
+        notebook_id = gb.find_submission_notebook(LAB, LAB, "ada").id
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process, url = formgrader.start(course, port)
+    try:
+        token = url.split("token=")[1]
+        base = f"http://127.0.0.1:{port}"
+        with browser.playwright_chromium() as chromium:
+            page = chromium.new_page()
+            page.goto(f"{base}/formgrader?token={token}")  # logs in with the printed address
+            page.goto(f"{base}/formgrader/submissions/{notebook_id}/")
+            score, comment = page.locator("#ex4-answer"), page.locator("#ex4-answer-comment")
+            score.wait_for()
+            with page.expect_response(lambda r: "/api/grade/" in r.url and r.ok):
+                score.fill("1.5")
+                score.press("Tab")
+            with page.expect_response(lambda r: "/api/comment/" in r.url and r.ok):
+                comment.fill("Right idea: the scale of w does not move the hyperplane.")
+                comment.press("Tab")
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
+    grade.export(course)
+    after = next(r for r in rows_of(course) if r["lab"] == LAB)
+    assert (after["automatic"], after["manual"], after["total"]) == ("9.0", "1.5", "10.5")
+    assert after["status"] == "graded"
+    grade.generate_feedback(course, [LAB])
+    html = (course / "feedback" / "ada" / LAB / f"{LAB}.html").read_text()
+    assert "Right idea: the scale of w does not move the hyperplane." in html
+    assert "10.5 / 11" in html

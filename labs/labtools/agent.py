@@ -10,7 +10,9 @@ file descriptor 3 and answers on 4, one framed JSON message each (see :func:`sen
 - ``{"op": "call", "name": ..., "args": ..., "kwargs": ..., "forbid": [...]}`` calls the
   student's function with plain-data arguments and answers its result and the arguments
   as they are after the call (so a function that changes its input can be caught); the
-  package functions named in ``forbid`` raise RuntimeError while it runs ("write it yourself").
+  package functions named in ``forbid`` raise RuntimeError while it runs ("write it yourself"),
+  and the names in ``reference`` are the instructor's versions (charged once: a later
+  exercise is not failed by an earlier one's bug).
 
 Nothing here is trusted: the student's code runs in this process and may change any of
 it. The grader reads only plain data from it, checks every message, and computes every
@@ -128,7 +130,24 @@ class Agent:
             return {"function": True}
         return plain_or_reason(value)
 
-    def call(self, name: str, args, kwargs, forbid: list[str]) -> dict:
+    @contextlib.contextmanager
+    def references(self, sources: dict[str, str]):
+        """While inside, the names in ``sources`` are the instructor's versions (their code,
+        run here), so a student's later function is not charged for an earlier one's bug."""
+        namespace = self.shell.user_ns
+        saved = {name: namespace[name] for name in sources if name in namespace}
+        try:
+            for name, source in sources.items():
+                scratch = dict(namespace)
+                exec(compile(source, f"<reference {name}>", "exec"), scratch)
+                namespace[name] = scratch[name]
+            yield
+        finally:
+            for name in sources:
+                namespace.pop(name, None)
+            namespace.update(saved)
+
+    def call(self, name: str, args, kwargs, forbid: list[str], reference: dict) -> dict:
         func = self.shell.user_ns.get(name)
         if func is None or not callable(func):
             return {"missing": True}
@@ -138,7 +157,7 @@ class Agent:
             warnings.simplefilter("always")
             try:
                 with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-                    with forbidding(forbid):
+                    with forbidding(forbid), self.references(reference):
                         result = func(*args, **kwargs)
             except BaseException as error:  # noqa: BLE001 - reported to the grader as data
                 if isinstance(error, SystemExit | KeyboardInterrupt) and os.getpid() != AGENT:
@@ -183,7 +202,11 @@ def main() -> None:
                 answer = agent.get(request["name"])
             elif op == "call":
                 answer = agent.call(
-                    request["name"], request["args"], request["kwargs"], request["forbid"]
+                    request["name"],
+                    request["args"],
+                    request["kwargs"],
+                    forbid=request["forbid"],
+                    reference=request.get("reference") or {},
                 )
             else:
                 answer = {"error": f"unknown request {op!r}"}

@@ -15,6 +15,8 @@ import os
 import secrets
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 from labtools import layout
@@ -22,7 +24,7 @@ from labtools import layout
 
 def command(course: Path, port: int, token: str) -> list[str]:
     """The JupyterLab command line that serves formgrader for ``course``."""
-    return [
+    argv = [
         str(Path(sys.executable).parent / "jupyter-lab"),
         "--no-browser",
         "--ip=127.0.0.1",
@@ -31,6 +33,7 @@ def command(course: Path, port: int, token: str) -> list[str]:
         f"--IdentityProvider.token={token}",
         "--ServerApp.port_retries=0",
     ]
+    return argv + (["--allow-root"] if os.geteuid() == 0 else [])  # CI runs as root
 
 
 def start(course: Path, port: int, token: str | None = None) -> tuple[subprocess.Popen, str]:
@@ -47,10 +50,24 @@ def start(course: Path, port: int, token: str | None = None) -> tuple[subprocess
         cwd=course,  # nbgrader reads nbgrader_config.py from here
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.PIPE,  # read only if it fails to start; quiet after that
         text=True,
     )
+    deadline = time.monotonic() + 120
+    while not _answers(port, token):
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(f"JupyterLab did not start:\n{process.communicate()[1][-3000:]}")
+        time.sleep(0.25)
     return process, f"http://127.0.0.1:{port}/formgrader?token={token}"
+
+
+def _answers(port: int, token: str) -> bool:
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2)
+        return True
+    except OSError:
+        return False
 
 
 def serve(course: Path, port: int = 8888) -> None:

@@ -58,6 +58,11 @@ class Cell:
     points: float = 0.0
     metadata: dict = field(default_factory=dict)  # the source's metadata
 
+    @property
+    def reference(self) -> list[str]:
+        """Names a test runs with the instructor's version (its ``grading.reference``)."""
+        return list(self.metadata.get("grading", {}).get("reference", []))
+
 
 def is_test(cell: dict) -> bool:
     meta = nbgrader(cell)
@@ -114,6 +119,19 @@ def declared(source_nb: dict) -> dict[str, list[str]]:
             for name in assigned_names(text(cell)):
                 names[name] = [f if "." in f else f"perceptrons.{f}" for f in forbid]
     return names
+
+
+def solutions(source_nb: dict) -> dict[str, str]:
+    """The instructor's code for each name a solution cell defines (markers removed): what a
+    test runs in place of the student's earlier function (``grading.reference``)."""
+    found = {}
+    for cell in source_nb["cells"]:
+        if cell["cell_type"] == "code" and is_answer(cell):
+            lines = text(cell).splitlines(keepends=True)
+            code = "".join(line for line in lines if "### " not in line)
+            for name in assigned_names(code):
+                found[name] = code
+    return found
 
 
 def plan(source_nb: dict, student_nb: dict) -> tuple[list[Cell], list[str]]:

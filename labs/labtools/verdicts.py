@@ -68,8 +68,8 @@ def _write_back(originals, updated) -> None:
 class StudentFunction:
     """The student's function, called in the sandbox with plain data only."""
 
-    def __init__(self, box: Sandbox, name: str, forbid: list[str]):
-        self.box, self.name, self.forbid = box, name, forbid
+    def __init__(self, box: Sandbox, name: str, forbid: list[str], reference: dict):
+        self.box, self.name, self.forbid, self.reference = box, name, forbid, reference
 
     def __repr__(self) -> str:
         return f"<student function {self.name}>"
@@ -80,6 +80,7 @@ class StudentFunction:
         except wire.NotPlainData as err:  # the test itself passes something else
             raise TypeError(f"cannot send {err} to the student's {self.name}") from None
         request = {"op": "call", "name": self.name, "forbid": self.forbid}
+        request["reference"] = self.reference
         request.update(args=sent[0], kwargs=sent[1])
         try:
             answer = self.box.request(request)
@@ -115,7 +116,7 @@ class StudentFunction:
         return result
 
 
-def fetch(box: Sandbox, name: str, forbid: list[str]):
+def fetch(box: Sandbox, name: str, forbid: list[str], reference: dict | None = None):
     """The student's ``name`` as the grader may use it (see the module's docstring)."""
     try:
         answer = box.request({"op": "get", "name": name})
@@ -126,7 +127,7 @@ def fetch(box: Sandbox, name: str, forbid: list[str]):
             name, "is not defined: did the cell that defines it run without an error?"
         )
     if answer.get("function"):
-        return StudentFunction(box, name, forbid)
+        return StudentFunction(box, name, forbid, reference or {})
     if "refused" in answer:
         return Unavailable(
             name, f"is {answer['refused']}, not plain data ({PLAIN}): counted as a wrong answer"
@@ -193,6 +194,7 @@ def evaluate(
     started = time.monotonic()
     cells, notes = notebook.plan(source_nb, student_nb)
     names = notebook.declared(source_nb)
+    instructor = notebook.solutions(source_nb)
     ours: dict = {"__name__": "__main__"}
     graded = []
     with Sandbox(limits, unsafe=unsafe, mpl_cache=mpl_cache) as box, warnings.catch_warnings():
@@ -204,8 +206,9 @@ def evaluate(
             if cell.role in ("locked", "test"):
                 label = f"cell {cell.grade_id or '(no id)'}"
                 needed = sorted(notebook.used_names(cell.source) & names.keys())
+                reference = {n: instructor[n] for n in cell.reference if n in instructor}
                 for name in needed:
-                    ours[name] = fetch(box, name, names[name])
+                    ours[name] = fetch(box, name, names[name], reference)
                 missing = [ours[n] for n in needed if isinstance(ours[n], Unavailable)]
                 out = io.StringIO()
                 try:
