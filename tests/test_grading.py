@@ -204,11 +204,21 @@ def test_plan_restores_tests_uses_copies_once_and_keeps_added_cells():
     assert [c.grade_id for c in cells if c.role != "extra"] == source_ids
     tests = {c.grade_id: c for c in cells if c.role == "test"}
     assert "BEGIN HIDDEN TESTS" in tests["ex3-hidden"].source and tests["ex3-hidden"].sandbox == ""
-    assert tests["ex2-tests"].source.startswith("assert predicted_updates")
+    original = next(c for c in nb_of("source")["cells"] if notebook.grade_id(c) == "ex2-tests")
+    assert tests["ex2-tests"].source == notebook.text(original)
     assert [c.source for c in cells if c.role == "extra"] == ["helper = 1"]
     assert any("ex1-visible appears more than once" in n for n in notes)
     assert any("ex3-hidden was missing" in n for n in notes)
     assert any("ex2-tests was edited" in n for n in notes)
+
+
+def test_an_untouched_student_version_gives_no_notes():
+    for lab in layout.lab_names():
+        cells, notes = notebook.plan(nb_of("source", lab), nb_of("release", lab))
+        assert notes == [], lab
+        assert [c.grade_id for c in cells] == [
+            notebook.grade_id(c) for c in nb_of("source", lab)["cells"]
+        ]
 
 
 def test_only_the_solution_cells_names_cross():

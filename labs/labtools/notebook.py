@@ -163,9 +163,9 @@ def plan(source_nb: dict, student_nb: dict) -> tuple[list[Cell], list[str]]:
         anchor = gid
         if original["cell_type"] != cell["cell_type"]:
             notes.append(f"cell {gid} changed from {original['cell_type']} to {cell['cell_type']}")
-        elif not is_answer(original) and text(cell) not in (
-            text(original),
-            HIDDEN.sub("", text(original)),
+        elif not is_answer(original) and text(cell).strip() not in (
+            text(original).strip(),
+            visible(original).strip(),
         ):
             notes.append(f"locked cell {gid} was edited: the original was used")
     if not answers:
