@@ -238,6 +238,7 @@ def main() -> None:
     grade.add_argument("submissions", help="[submitted/]<student>/<lab>/<lab>.ipynb, or a zip")
     grade.add_argument("--course", default="grading", help="course folder (default: grading)")
     grade.add_argument("--labs", nargs="+", help="only these labs")
+    grade.add_argument("--students", nargs="+", help="only these students")
     grade.add_argument("--jobs", type=int, help="notebooks graded at once (default: cores)")
     grade.add_argument("--regrade", action="store_true", help="grade graded notebooks again")
     grade.add_argument("--unsafe", action="store_true", help="grade without the sandbox")
@@ -281,6 +282,7 @@ def main() -> None:
             check_grade_arguments(args)
             extra = ["--course", args.course]
             extra += ["--labs", *args.labs] if args.labs else []
+            extra += ["--students", *args.students] if args.students else []
             extra += ["--jobs", str(args.jobs)] if args.jobs else []
             extra += ["--regrade"] if args.regrade else []
             extra += ["--unsafe"] if args.unsafe else []

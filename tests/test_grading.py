@@ -676,10 +676,24 @@ def test_a_second_run_grades_only_what_is_new_and_regrade_keeps_manual_scores(gr
     )
     assert "changed since" in status
     # ...but on request, and the manual score entered above stays
+    # (a lab source that changed after grading does not reach this course folder)
+    source = course / "source" / LAB / f"{LAB}.ipynb"
+    kept = source.read_text()
+    mark = json.loads((course / layout.MARK).read_text())
+    mark["sources"][LAB] = "the digest of another version"
+    (course / layout.MARK).write_text(json.dumps(mark))
     regraded = grade.grade(
-        submissions, course, labs=[LAB], jobs=2, regrade=True, limits=LIMITS, progress=False
+        submissions,
+        course,
+        labs=[LAB],
+        students=["wrong", "correct"],
+        jobs=2,
+        regrade=True,
+        limits=LIMITS,
+        progress=False,
     )
-    assert len(regraded["graded"]) == len(graded["expected"])
+    assert source.read_text() == kept
+    assert sorted(r["student"] for r in regraded["graded"]) == ["correct", "wrong"]
     rows = {r["student"]: r for r in rows_of(course) if r["lab"] == LAB}
     assert rows["wrong"]["automatic"] == "9.0"
     assert rows["correct"]["total"] == "11.0"

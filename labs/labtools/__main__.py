@@ -19,6 +19,7 @@ def _grade(args) -> None:
         args.submissions,
         args.course,
         labs=args.labs,
+        students=args.students,
         jobs=args.jobs,
         regrade=args.regrade,
         unsafe=args.unsafe,
@@ -75,6 +76,7 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("submissions", help="[submitted/]<student>/<lab>/<lab>.ipynb, or a zip")
     grade.add_argument("--course", default="grading", help="course folder (default: grading)")
     grade.add_argument("--labs", nargs="+", help="only these labs")
+    grade.add_argument("--students", nargs="+", help="only these students")
     grade.add_argument("--jobs", type=int, default=os.cpu_count(), help="notebooks at once")
     grade.add_argument("--regrade", action="store_true", help="grade graded notebooks again")
     grade.add_argument("--unsafe", action="store_true", help="grade without the sandbox")

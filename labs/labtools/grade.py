@@ -21,6 +21,7 @@ import json
 import multiprocessing
 import os
 import shutil
+import sys
 import tempfile
 import traceback
 import warnings
@@ -55,7 +56,10 @@ def open_course(course: Path, labs: Path = LABS) -> list[str]:
     """Create or bring up to date the course folder; return the lab names.
 
     A lab whose source changed since the last run is generated again (nbgrader
-    ``generate_assignment``), so the gradebook knows its cells and points.
+    ``generate_assignment``), so the gradebook knows its cells and points, unless it has
+    graded submissions: then the course keeps grading with its own copy of the source, so
+    that scores (manual ones included) and the gradebook stay consistent; a new course
+    folder takes the new version.
     """
     layout.check_course(course)
     course.mkdir(parents=True, exist_ok=True)
@@ -67,6 +71,13 @@ def open_course(course: Path, labs: Path = LABS) -> list[str]:
         folder = labs / "source" / lab
         digest = hashlib.sha256((folder / f"{lab}.ipynb").read_bytes()).hexdigest()
         if state["sources"].get(lab) == digest and (course / "release" / lab).exists():
+            continue
+        if lab in state["sources"] and any((course / "results").glob(f"*/{lab}.json")):
+            print(
+                f"note: labs/source/{lab} changed since {course} graded it; that course "
+                "folder keeps grading with its own copy (a new --course takes the new one)",
+                file=sys.stderr,
+            )
             continue
         shutil.rmtree(course / "source" / lab, ignore_errors=True)
         shutil.copytree(folder, course / "source" / lab)
@@ -238,6 +249,7 @@ def grade(
     course="grading",
     *,
     labs: list[str] | None = None,
+    students: list[str] | None = None,
     jobs: int | None = None,
     regrade: bool = False,
     unsafe: bool = False,
@@ -250,6 +262,7 @@ def grade(
     submissions : a folder laid out as ``[submitted/]<student>/<lab>/<lab>.ipynb`` or a zip
     course : the course folder, made on the first run and reused after (see the module)
     labs : only these labs (default: all)
+    students : only these students (default: all)
     jobs : notebooks graded at once (default: the number of cores); ignored with executor
     regrade : grade again notebooks that already have a result (manual scores stay)
     unsafe : run student code without the sandbox (refused otherwise when it is missing)
@@ -272,6 +285,8 @@ def grade(
         if submissions.suffix == ".zip":
             submissions = safe_extract(submissions, Path(tmp))
         found = layout.find_submissions(submissions, labs)
+        if students:
+            found = [sub for sub in found if sub.student in students]
         if not found:
             raise UsageError(f"no submissions found in {submissions}; expected {layout.EXPECTED}")
         todo, skipped, rows = [], [], []
