@@ -231,17 +231,74 @@ def record(course: Path, sub: Submission, digest: str, data: bytes | None, resul
     return row
 
 
-def generate_feedback(course: Path, labs: list[str]) -> None:
-    """nbgrader's feedback HTML (with any manual scores and comments) for these labs."""
+class Feedback:
+    """nbgrader's feedback HTML for one notebook at a time, in this process (one nbgrader
+    process per lab would cost seconds each): the notebook as graded, with the scores and
+    comments in the gradebook, manual ones included."""
+
+    def __init__(self, course: Path):
+        from nbgrader.converters import GenerateFeedback
+        from nbgrader.coursedir import CourseDirectory
+        from traitlets.config import Config
+
+        config = Config()
+        config.CourseDirectory.root = str(course)
+        config.CourseDirectory.db_url = db_url(course)
+        self.course = course
+        self.coursedir = CourseDirectory(config=config)
+        self.converter = GenerateFeedback(coursedir=self.coursedir, config=config)
+        self.converter.force = True
+
+    def write(self, student: str, lab: str) -> None:
+        self.coursedir.assignment_id, self.coursedir.student_id = lab, student
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.converter.start()
+        except Exception:  # noqa: BLE001 - no feedback for this one; the log says why
+            _write(self.course / "logs" / f"feedback--{student}--{lab}.log", traceback.format_exc())
+
+
+def generate_feedback(course: Path, labs: list[str], *, missing_only: bool = False) -> int:
+    """Feedback for every graded notebook of these labs (again after manual grading), or
+    only where it is missing or older than the result (``missing_only``: after a run that
+    was stopped, or one whose feedback went to workers). Returns how many were written."""
+    writer, written = None, 0
     for lab in labs:
-        proc = release.nbgrader("generate_feedback", lab, "--force", cwd=course)
-        if proc.returncode != 0:
-            _write(course / "logs" / f"feedback--{lab}.log", proc.stdout + proc.stderr)
+        for result in sorted((course / "results").glob(f"*/{lab}.json")):
+            student = result.parent.name
+            html = course / "feedback" / student / lab / f"{lab}.html"
+            if missing_only and html.exists() and html.stat().st_mtime >= result.stat().st_mtime:
+                continue
+            if json.loads(result.read_text())["status"].startswith("graded"):
+                writer = writer or Feedback(course)
+                writer.write(student, lab)
+                written += 1
+    return written
+
+
+_WRITERS: dict[str, Feedback] = {}
+
+
+def feedback_task(course: str, student: str, lab: str) -> None:
+    """Write one notebook's feedback (runs in a worker of the local pool, which shares the
+    course folder; each worker keeps one nbgrader converter)."""
+    writer = _WRITERS.get(course) or _WRITERS.setdefault(course, Feedback(Path(course)))
+    writer.write(student, lab)
+
+
+def _one_thread_each() -> None:
+    """Worker start: numpy's BLAS on one thread, as the grading runs one notebook per core
+    (idle BLAS threads of several workers would spin on the same cores)."""
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = "1"
 
 
 def default_executor(jobs: int) -> concurrent.futures.Executor:
     context = multiprocessing.get_context("spawn")  # a clean interpreter per worker
-    return concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+    return concurrent.futures.ProcessPoolExecutor(
+        max_workers=jobs, mp_context=context, initializer=_one_thread_each
+    )
 
 
 def grade(
@@ -308,13 +365,14 @@ def grade(
                 continue
             todo.append((sub, digest, data))
         rows += _run(course, todo, limits, unsafe, jobs, executor, progress)
-    graded_labs = sorted({row["lab"] for row in rows if row["status"].startswith("graded")})
-    generate_feedback(course, graded_labs)
     exported = export(course)
     return {"graded": rows, "already graded": skipped, "exported": exported}
 
 
 def _run(course, todo, limits, unsafe, jobs, executor, progress) -> list[dict]:
+    """Grade ``todo`` on the executor, record each result as it comes, and have the
+    feedback written: by the workers of our own pool (they share the course folder), else
+    here at the end."""
     from tqdm import tqdm
 
     mpl_cache = _mpl_cache()
@@ -326,7 +384,7 @@ def _run(course, todo, limits, unsafe, jobs, executor, progress) -> list[dict]:
     own = executor is None
     executor = executor or default_executor(jobs or os.cpu_count() or 1)
     bar = tqdm(total=len(todo), unit="notebook", disable=not progress, desc="grading")
-    failures = 0
+    failures, feedback = 0, []
     try:
         futures = {}
         for sub, digest, data in todo:
@@ -352,13 +410,18 @@ def _run(course, todo, limits, unsafe, jobs, executor, progress) -> list[dict]:
                 result = {"error": traceback.format_exc()}
             row = record(course, sub, digest, data, result)
             rows.append(row)
+            if own and row["status"].startswith("graded"):
+                feedback.append(executor.submit(feedback_task, str(course), sub.student, sub.lab))
             failures += not row["status"].startswith("graded")
             bar.set_postfix(not_graded=failures)
             bar.update()
+        concurrent.futures.wait(feedback)
     finally:
         bar.close()
         if own:
             executor.shutdown(cancel_futures=True)
+    # what no worker wrote (another executor, a failure, a run stopped before)
+    generate_feedback(course, layout.lab_names(course), missing_only=True)
     return rows
 
 
