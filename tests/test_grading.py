@@ -235,6 +235,14 @@ def test_only_the_solution_cells_names_cross():
 # The sandbox on its own
 
 
+def test_the_private_tmp_is_mounted_before_the_environment_is_bound(monkeypatch):
+    """A checkout (and its .venv) under /tmp must stay visible in the sandbox: its /tmp is
+    mounted first and the binds go on top (a clean clone in /tmp found this)."""
+    monkeypatch.setattr(sandbox, "_python_paths", lambda: [Path("/tmp/clone/.venv")])
+    argv = sandbox.command(LIMITS)
+    assert argv.index("--tmpfs") < argv.index("/tmp/clone/.venv")
+
+
 @pytest.mark.parametrize("privileged", [True, False])
 def test_sandbox_isolates_and_limits(privileged, monkeypatch):
     need_sandbox()

@@ -111,6 +111,8 @@ def command(limits: Limits, mpl_cache: Path | None = None) -> list[str]:
             argv += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             argv += ["--ro-bind", top, top]
+    # the private /tmp first: a checkout or environment under /tmp is bound on top of it
+    argv += ["--perms", "01777", "--size", str(limits.tmp), "--tmpfs", "/tmp"]
     binds = [(p, p) for p in _python_paths()]
     binds.append((LABTOOLS, Path("/opt/labtools/labtools")))
     if mpl_cache is not None and mpl_cache.is_dir():
@@ -124,7 +126,7 @@ def command(limits: Limits, mpl_cache: Path | None = None) -> list[str]:
     for source, dest in binds:
         argv += ["--ro-bind", str(source), str(dest)]
     argv += ["--proc", "/proc", "--dev", "/dev"]
-    argv += ["--perms", "01777", "--size", str(limits.tmp), "--tmpfs", "/tmp", "--chdir", "/tmp"]
+    argv += ["--chdir", "/tmp"]
     env = {
         "HOME": "/tmp",
         "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
