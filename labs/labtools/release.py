@@ -14,13 +14,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from labtools.layout import LABS, lab_names
+from labtools.layout import LABS
 
 STUB = "raise NotImplementedError()"
 
@@ -72,26 +71,14 @@ def add_stub_messages(release_nb: dict, source_nb: dict) -> dict:
     return release_nb
 
 
-def prepare_course(course: Path, labs: Path = LABS) -> list[str]:
-    """Make ``course`` a course folder with the sources, the config, the generated student
-    versions and a gradebook that knows every lab; return the lab names."""
-    course.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(labs / "source", course / "source")
-    shutil.copy(labs / "nbgrader_config.py", course)
-    names = lab_names(labs)
-    for lab in names:
-        proc = nbgrader("generate_assignment", lab, "--create", "--force", cwd=course)
-        if proc.returncode != 0:
-            raise RuntimeError(f"nbgrader could not generate {lab}:\n{proc.stderr[-3000:]}")
-    return names
-
-
 def generate(labs: Path = LABS, out: Path | None = None) -> Path:
     """Generate the student version of every lab into ``out`` (default: labs/release)."""
+    from labtools.grade import open_course  # the same course set-up as grading
+
     out = labs / "release" if out is None else out
     with tempfile.TemporaryDirectory() as tmp:
-        course = Path(tmp)
-        for lab in prepare_course(course, labs):
+        course = Path(tmp) / "course"
+        for lab in open_course(course, labs):
             name = f"{lab}/{lab}.ipynb"
             release = json.loads((course / "release" / name).read_text())
             source = json.loads((labs / "source" / name).read_text())
