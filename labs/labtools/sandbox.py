@@ -242,13 +242,15 @@ class Sandbox:
         for fd in (requests_r, answers_w, info_w):
             os.close(fd)
         self.agent_pid = self.process.pid
+        self._pidfd = None
         if not self.unsafe:  # bubblewrap says which pid (outside) the agent has
             try:
                 info = _read_exactly(info_r, 1, time.monotonic() + 30)
                 while not info.rstrip().endswith(b"}"):
                     info += _read_exactly(info_r, 1, time.monotonic() + 30)
                 self.agent_pid = json.loads(info)["child-pid"]
-            except (TimeoutError, EOFError, ValueError, KeyError):
+                self._pidfd = os.pidfd_open(self.agent_pid)
+            except (TimeoutError, EOFError, ValueError, KeyError, ProcessLookupError):
                 self.stop("the sandbox did not start")
         os.close(info_r)
         self._drain = threading.Thread(target=self._read_output, daemon=True)
@@ -264,18 +266,31 @@ class Sandbox:
                 self.stop(f"it wrote more than {self.limits.output // 2**20} MB of output")
 
     def stop(self, reason: str) -> None:
-        """Kill everything in the sandbox (once) and remember why."""
+        """Kill everything in the sandbox and remember why (the first reason counts).
+
+        Only the agent is killed: it is pid 1 of the sandbox's pid namespace, so the kernel
+        kills every other process in it, and the agent's exit completes only once they are
+        all gone. bubblewrap, its parent, then reaps it and exits by itself. Killing
+        bubblewrap too would leave the agent to the machine's init, which may reap it late
+        or never (a zombie of the sandbox's user outliving the grading run).
+        """
         if self.stopped is None:
             self.stopped = reason
-        for pid in (self.agent_pid, self.process.pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        try:
+            if self._pidfd is not None:  # immune to the pid being reused
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            else:
+                os.kill(self.agent_pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
 
     def __exit__(self, *exc) -> None:
         self.stop(self.stopped or "done")
-        self.process.wait()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # bubblewrap itself hangs: end it the hard way
+            self.process.kill()
+            self.process.wait()
         for fd in (self._requests, self._answers):
             try:
                 os.close(fd)
@@ -283,6 +298,9 @@ class Sandbox:
                 pass
         self._drain.join(timeout=5)
         self.process.stdout.close()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
 
     def request(self, message: dict, seconds: float | None = None) -> dict:
         """Send one request and return the agent's answer (a dict, checked to belong to it).
