@@ -43,6 +43,34 @@ def need_sandbox():
 # Releasing
 
 
+def test_the_queue_measures_each_new_lab_once_then_gives_the_longest_first():
+    def item(student, lab):
+        return (layout.Submission(student=student, lab=lab, path=Path(lab)), "", b"")
+
+    todo = [item(s, lab) for s in ("ann", "bob") for lab in ("short", "long", "new")]
+
+    def order(queue, measure=None):
+        popped = []
+        while queue:
+            sub = queue.pop()[0]
+            popped.append(f"{sub.lab}/{sub.student}")
+            if measure and sub.lab in measure:
+                queue.measured(sub.lab, measure[sub.lab])
+        return popped
+
+    earlier = {"short": [1.0, 3.0], "long": [9.0]}
+    assert order(grade.Queue(todo, earlier)) == [
+        "new/ann",  # never measured: first, once
+        "long/ann",
+        "long/bob",
+        "short/ann",
+        "short/bob",
+        "new/bob",  # started but not measured yet: last
+    ]
+    assert order(grade.Queue(todo, earlier), {"new": 20.0})[:2] == ["new/ann", "new/bob"]
+    assert len(grade.Queue(todo, {})) == 6
+
+
 def test_there_are_at_least_four_labs_with_four_to_eight_exercises():
     labs = layout.lab_names()
     assert len(labs) >= 4

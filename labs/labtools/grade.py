@@ -95,8 +95,9 @@ def grade_task(task: dict) -> dict:
 
     ``task``: student, lab, source (the lab's source notebook), notebook (the submitted
     bytes, as text), limits, unsafe, mpl_cache. Returns the result of
-    :func:`labtools.verdicts.evaluate`, or ``{"error": ...}`` if the notebook could not
-    be read or grading itself failed.
+    :func:`labtools.verdicts.evaluate` with the autograded notebook under ``autograded``
+    (built here, so that the process that records stays light), or ``{"unreadable": ...}``
+    / ``{"error": ...}`` if the notebook could not be read or grading itself failed.
     """
     import nbformat
 
@@ -110,13 +111,15 @@ def grade_task(task: dict) -> dict:
     except Exception as err:  # noqa: BLE001 - truncated JSON, not a notebook at all, ...
         return {"unreadable": f"unreadable notebook ({type(err).__name__})"}
     try:
-        return verdicts.evaluate(
+        result = verdicts.evaluate(
             task["source"],
             json.loads(nbformat.writes(submitted)),
             Limits(**task["limits"]),
             unsafe=task["unsafe"],
             mpl_cache=Path(task["mpl_cache"]) if task.get("mpl_cache") else None,
         )
+        result["autograded"] = autograded_notebook(task["source"], result)
+        return result
     except Exception:  # noqa: BLE001 - the grader's own failure, reported on that row
         return {"error": traceback.format_exc()}
 
@@ -162,73 +165,93 @@ def _release_texts(course: Path, lab: str) -> dict[str, str]:
     return {grade_id(c): text(c) for c in nb["cells"] if grade_id(c)}
 
 
-def save_to_gradebook(course: Path, student: str, lab: str, result: dict) -> None:
-    """The automatic scores of one notebook into nbgrader's gradebook (manual scores that
-    an instructor entered stay)."""
-    from nbgrader.api import Gradebook, MissingEntry
+class Recorder:
+    """Saves each notebook's outcome into the course folder; the one process that writes
+    there. One gradebook session and each lab's stubs serve the whole run.
+    ``with Recorder(course) as recorder: recorder.record(...)``."""
 
-    stubs = _release_texts(course, lab)
-    with Gradebook(db_url(course)) as gb, warnings.catch_warnings():
-        # nbgrader's add_submission makes SQLAlchemy warn about its own session (harmless)
-        warnings.simplefilter("ignore", category=Warning)
-        gb.update_or_create_student(student)
-        try:
-            gb.find_submission(lab, student)
-        except MissingEntry:
-            gb.add_submission(lab, student)
-        for entry in result["cells"]:
-            gid = entry["grade_id"]
-            if entry["role"] == "test":
-                grade = gb.find_grade(gid, lab, lab, student)
-                grade.auto_score = entry["score"]
-                grade.needs_manual_grade = grade.manual_score is not None
-            elif entry["role"] == "written":
-                grade = gb.find_grade(gid, lab, lab, student)
-                grade.auto_score = None
-                grade.needs_manual_grade = grade.manual_score is None
-            if entry["role"] in ("answer", "written"):
-                comment = gb.find_comment(gid, lab, lab, student)
-                empty = entry["source"].strip() in ("", stubs.get(gid, "").strip())
-                comment.auto_comment = "No response." if empty else None
-        gb.db.commit()
+    def __init__(self, course: Path):
+        self.course = course
+        self._gb = None
+        self._stubs: dict[str, dict[str, str]] = {}
 
+    def __enter__(self) -> Recorder:
+        return self
 
-def record(course: Path, sub: Submission, digest: str, data: bytes | None, result: dict) -> dict:
-    """Save one notebook's outcome: submitted copy, autograded notebook, gradebook, then
-    (last, so that a stopped run grades it again) ``results/<student>/<lab>.json``."""
-    source_nb = json.loads((course / "source" / sub.lab / f"{sub.lab}.ipynb").read_text())
-    row = {"student": sub.student, "lab": sub.lab, "digest": digest}
-    if sub.refused:
-        row["status"] = sub.refused
-    elif "unreadable" in result:
-        row["status"] = result["unreadable"]
-    elif "error" in result:
-        row["status"] = "grading failed: see logs"
-        _write(course / "logs" / f"{sub.student}--{sub.lab}.log", result["error"])
-    else:
-        where = f"{sub.student}/{sub.lab}/{sub.lab}.ipynb"
-        (course / "submitted" / where).parent.mkdir(parents=True, exist_ok=True)
-        (course / "submitted" / where).write_bytes(data)
-        graded = autograded_notebook(source_nb, result)
-        _write(course / "autograded" / where, json.dumps(graded, indent=1))
-        save_to_gradebook(course, sub.student, sub.lab, result)
-        notes = list(result["notes"])
-        if result["stopped"]:
-            notes.insert(0, f"the notebook's process was stopped: {result['stopped']}")
-        row["status"] = "graded" + "".join(f"; {n}" for n in notes)
-        row["tests"] = {
-            e["grade_id"]: {"score": e["score"], "points": e["points"], "message": e["message"]}
-            for e in result["cells"]
-            if e["role"] == "test"
-        }
-        row["seconds"] = result["seconds"]
-        log = [f"{e['grade_id']}: {e['message']}" for e in result["cells"] if e.get("message")]
-        _write(
-            course / "logs" / f"{sub.student}--{sub.lab}.log",
-            "\n".join([row["status"], *log, "--- output ---", result["output"]]) + "\n",
-        )
-    _write(course / "results" / sub.student / f"{sub.lab}.json", json.dumps(row, indent=1))
-    return row
+    def __exit__(self, *exc) -> None:
+        if self._gb is not None:
+            self._gb.close()
+            self._gb = None
+
+    def gradebook(self, student: str, lab: str, result: dict) -> None:
+        """The automatic scores of one notebook into nbgrader's gradebook (manual scores
+        that an instructor entered stay)."""
+        from nbgrader.api import Gradebook, MissingEntry
+
+        if self._gb is None:
+            self._gb = Gradebook(db_url(self.course))
+        if lab not in self._stubs:
+            self._stubs[lab] = _release_texts(self.course, lab)
+        gb, stubs = self._gb, self._stubs[lab]
+        with warnings.catch_warnings():
+            # nbgrader's add_submission makes SQLAlchemy warn about its own session (harmless)
+            warnings.simplefilter("ignore", category=Warning)
+            gb.update_or_create_student(student)
+            try:
+                submission = gb.find_submission(lab, student)
+            except MissingEntry:
+                submission = gb.add_submission(lab, student)
+            (notebook,) = [nb for nb in submission.notebooks if nb.name == lab]
+            grades = {g.name: g for g in notebook.grades}
+            comments = {c.name: c for c in notebook.comments}
+            for entry in result["cells"]:
+                gid = entry["grade_id"]
+                if entry["role"] == "test":
+                    grades[gid].auto_score = entry["score"]
+                    grades[gid].needs_manual_grade = grades[gid].manual_score is not None
+                elif entry["role"] == "written":
+                    grades[gid].auto_score = None
+                    grades[gid].needs_manual_grade = grades[gid].manual_score is None
+                if entry["role"] in ("answer", "written"):
+                    empty = entry["source"].strip() in ("", stubs.get(gid, "").strip())
+                    comments[gid].auto_comment = "No response." if empty else None
+            gb.db.commit()
+
+    def record(self, sub: Submission, digest: str, data: bytes | None, result: dict) -> dict:
+        """Save one notebook's outcome: submitted copy, autograded notebook, gradebook,
+        then (last, so that a stopped run grades it again) ``results/<student>/<lab>.json``."""
+        course = self.course
+        row = {"student": sub.student, "lab": sub.lab, "digest": digest}
+        if sub.refused:
+            row["status"] = sub.refused
+        elif "unreadable" in result:
+            row["status"] = result["unreadable"]
+        elif "error" in result:
+            row["status"] = "grading failed: see logs"
+            _write(course / "logs" / f"{sub.student}--{sub.lab}.log", result["error"])
+        else:
+            where = f"{sub.student}/{sub.lab}/{sub.lab}.ipynb"
+            (course / "submitted" / where).parent.mkdir(parents=True, exist_ok=True)
+            (course / "submitted" / where).write_bytes(data)
+            _write(course / "autograded" / where, json.dumps(result["autograded"], indent=1))
+            self.gradebook(sub.student, sub.lab, result)
+            notes = list(result["notes"])
+            if result["stopped"]:
+                notes.insert(0, f"the notebook's process was stopped: {result['stopped']}")
+            row["status"] = "graded" + "".join(f"; {n}" for n in notes)
+            row["tests"] = {
+                e["grade_id"]: {"score": e["score"], "points": e["points"], "message": e["message"]}
+                for e in result["cells"]
+                if e["role"] == "test"
+            }
+            row["seconds"] = result["seconds"]
+            log = [f"{e['grade_id']}: {e['message']}" for e in result["cells"] if e.get("message")]
+            _write(
+                course / "logs" / f"{sub.student}--{sub.lab}.log",
+                "\n".join([row["status"], *log, "--- output ---", result["output"]]) + "\n",
+            )
+        _write(course / "results" / sub.student / f"{sub.lab}.json", json.dumps(row, indent=1))
+        return row
 
 
 class Feedback:
@@ -369,10 +392,61 @@ def grade(
     return {"graded": rows, "already graded": skipped, "exported": exported}
 
 
+class Queue:
+    """The notebooks still to grade, longest first: a lab's expected time is the mean of
+    its notebooks graded so far (in this run or an earlier one); a lab not yet seen goes
+    first, once, to be measured. Longest first keeps the cores busy to the end: a long
+    notebook started last would leave the other cores idle while it runs."""
+
+    def __init__(self, todo: list, seconds: dict[str, list[float]]):
+        self.pending: dict[str, list] = {}
+        for item in todo:
+            self.pending.setdefault(item[0].lab, []).append(item)
+        for items in self.pending.values():
+            items.reverse()  # popped from the end: each lab's notebooks in the order given
+        self.seconds = {lab: list(values) for lab, values in seconds.items()}
+        self.started: set[str] = set()
+
+    def __len__(self) -> int:
+        return sum(len(items) for items in self.pending.values())
+
+    def expected(self, lab: str) -> float:
+        if self.seconds.get(lab):
+            return sum(self.seconds[lab]) / len(self.seconds[lab])
+        return float("inf") if lab not in self.started else 0.0
+
+    def pop(self):
+        lab = max((lab for lab, items in self.pending.items() if items), key=self.expected)
+        self.started.add(lab)
+        return self.pending[lab].pop()
+
+    def measured(self, lab: str, seconds: float | None) -> None:
+        if seconds is not None:
+            self.seconds.setdefault(lab, []).append(seconds)
+
+
+def _seconds_so_far(course: Path) -> dict[str, list[float]]:
+    """Each lab's grading times recorded in the course folder by earlier runs."""
+    seconds: dict[str, list[float]] = {}
+    for path in (course / "results").glob("*/*.json"):
+        try:
+            row = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(row.get("seconds"), (int, float)):
+            seconds.setdefault(path.stem, []).append(row["seconds"])
+    return seconds
+
+
 def _run(course, todo, limits, unsafe, jobs, executor, progress) -> list[dict]:
     """Grade ``todo`` on the executor, record each result as it comes, and have the
     feedback written: by the workers of our own pool (they share the course folder), else
-    here at the end."""
+    here at the end.
+
+    Our own pool gets one notebook more than it has workers, chosen by :class:`Queue` as
+    each result comes in (so the feedback runs between notebooks, not all at the end);
+    another executor gets every notebook at once, in the queue's order.
+    """
     from tqdm import tqdm
 
     mpl_cache = _mpl_cache()
@@ -382,16 +456,16 @@ def _run(course, todo, limits, unsafe, jobs, executor, progress) -> list[dict]:
     }
     rows = []
     own = executor is None
-    executor = executor or default_executor(jobs or os.cpu_count() or 1)
+    workers = jobs or os.cpu_count() or 1
+    executor = executor or default_executor(workers)
     bar = tqdm(total=len(todo), unit="notebook", disable=not progress, desc="grading")
-    failures, feedback = 0, []
-    try:
-        futures = {}
-        for sub, digest, data in todo:
-            if sub.refused:
-                rows.append(record(course, sub, digest, None, {}))
-                bar.update()
-                continue
+    failures, feedback, running = 0, [], {}
+    queue = Queue([item for item in todo if not item[0].refused], _seconds_so_far(course))
+    in_flight = workers + 1 if own else len(todo)
+
+    def submit() -> None:
+        while queue and len(running) < in_flight:
+            sub, digest, data = queue.pop()
             task = {
                 "student": sub.student,
                 "lab": sub.lab,
@@ -401,20 +475,36 @@ def _run(course, todo, limits, unsafe, jobs, executor, progress) -> list[dict]:
                 "unsafe": unsafe,
                 "mpl_cache": mpl_cache,
             }
-            futures[executor.submit(grade_task, task)] = (sub, digest, data)
-        for future in concurrent.futures.as_completed(futures):
-            sub, digest, data = futures[future]
-            try:
-                result = future.result()
-            except Exception:  # noqa: BLE001 - a worker that died: that row, not the run
-                result = {"error": traceback.format_exc()}
-            row = record(course, sub, digest, data, result)
-            rows.append(row)
-            if own and row["status"].startswith("graded"):
-                feedback.append(executor.submit(feedback_task, str(course), sub.student, sub.lab))
-            failures += not row["status"].startswith("graded")
-            bar.set_postfix(not_graded=failures)
-            bar.update()
+            running[executor.submit(grade_task, task)] = (sub, digest, data)
+
+    try:
+        with Recorder(course) as recorder:
+            for sub, digest, _ in todo:
+                if sub.refused:
+                    rows.append(recorder.record(sub, digest, None, {}))
+                    bar.update()
+            submit()
+            while running:
+                done, _ = concurrent.futures.wait(
+                    running, return_when=concurrent.futures.FIRST_COMPLETED
+                )
+                for future in done:
+                    sub, digest, data = running.pop(future)
+                    try:
+                        result = future.result()
+                    except Exception:  # noqa: BLE001 - a worker that died: that row, not the run
+                        result = {"error": traceback.format_exc()}
+                    queue.measured(sub.lab, result.get("seconds"))
+                    row = recorder.record(sub, digest, data, result)
+                    rows.append(row)
+                    if own and row["status"].startswith("graded"):
+                        feedback.append(
+                            executor.submit(feedback_task, str(course), sub.student, sub.lab)
+                        )
+                    failures += not row["status"].startswith("graded")
+                    bar.set_postfix(not_graded=failures)
+                    bar.update()
+                submit()
         concurrent.futures.wait(feedback)
     finally:
         bar.close()
