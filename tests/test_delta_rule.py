@@ -106,6 +106,46 @@ def test_igd_epoch_updates_after_every_example():
     np.testing.assert_allclose(res.ws[1], w, rtol=1e-14)
 
 
+def test_igd_with_a_schedule_counts_single_updates_across_epochs():
+    X, c = regression_data(n=5, p=2)
+    res = P.igd(
+        X, c, eta=lambda k: 0.1 / (1 + k / 3), max_epochs=4, stop="err", tol=1e-12, warn=False
+    )
+    w, k = np.zeros(3), 0
+    for _ in range(4):
+        for x, t in zip(np.hstack([np.ones((5, 1)), X]), c, strict=True):
+            w = w + 0.1 / (1 + k / 3) * (t - w @ x) * x
+            k = k + 1
+    np.testing.assert_allclose(res.w, w, rtol=1e-13)
+    constant = P.igd(X, c, eta=0.05, max_epochs=3, stop="err", tol=1e-12, warn=False)
+    scheduled = P.igd(X, c, eta=lambda k: 0.05, max_epochs=3, stop="err", tol=1e-12, warn=False)
+    np.testing.assert_array_equal(scheduled.ws, constant.ws)
+
+
+def test_igd_with_a_decaying_schedule_converges_where_a_constant_eta_hovers():
+    X, c = regression_data(n=20, p=2)
+    w_ls = P.lls(X, c)
+    constant = P.igd(X, c, eta=0.02, max_epochs=3000, stop="grad", tol=1e-12, warn=False)
+    decaying = P.igd(
+        X,
+        c,
+        eta=lambda k: 0.02 / (1 + k / 2000),
+        max_epochs=3000,
+        stop="grad",
+        tol=1e-12,
+        warn=False,
+    )
+    assert np.linalg.norm(decaying.w - w_ls) < 0.1 * np.linalg.norm(constant.w - w_ls)
+
+
+def test_a_schedule_with_a_bad_value_names_the_update_and_bgd_takes_no_schedule():
+    X, c = regression_data(n=5, p=2)
+    with pytest.raises(ValueError, match=r"`eta\(7\)` must be > 0"):
+        P.igd(X, c, eta=lambda k: 0.1 if k < 7 else 0.0, max_epochs=3, warn=False)
+    with pytest.raises(TypeError, match="`eta` must be a real number"):
+        P.bgd(X, c, eta=lambda k: 0.1)
+
+
 def test_lms_is_one_igd_epoch_and_records_every_step():
     X, c = regression_data(n=30)
     res = P.lms(X, c, eta=0.01)

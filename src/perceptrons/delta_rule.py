@@ -112,7 +112,7 @@ class _Epochs:
         if warn and self.diverged:
             warnings.warn(
                 f"{name} diverged at epoch {epochs + 1}: Err grew past {self.limit:.3g}; "
-                f"η = {eta:g} is too large for these data.",
+                f"{_eta_text(eta)} is too large for these data.",
                 DivergenceWarning,
                 stacklevel=3,
             )
@@ -133,11 +133,13 @@ class _Epochs:
         )
 
 
-def _setup(X, c, *, eta, max_epochs, tol, stop):
-    """Checked inputs of BGD and IGD: Xa (n, p+1) with x0 = 1, c (n,), and the settings."""
+def _setup(X, c, *, eta, max_epochs, tol, stop, schedule=False):
+    """Checked inputs of BGD and IGD: Xa (n, p+1) with x0 = 1, c (n,), and the settings
+    (``schedule``: eta may be a function, whose values are checked as they are used)."""
     Xa = augment(X)  # (n, p+1)
     c = _checks.as_targets(c, Xa.shape[0])
-    eta = _checks.positive(eta, "eta")
+    if not (schedule and callable(eta)):
+        eta = _checks.positive(eta, "eta")
     max_epochs = _checks.positive_int(max_epochs, "max_epochs")
     tol = _checks.positive(tol, "tol")
     stop = _checks.choice(stop, "stop", _STOPS)
@@ -184,14 +186,28 @@ class LMSResult:
 
 
 def _lms_pass(Xa, d, eta, w):
-    """One pass of the delta rule over the rows of Xa (n, p+1); returns ws (n+1, p+1), e (n,)."""
+    """One pass of the delta rule over the rows of Xa (n, p+1), with step size eta (one
+    number, or one per row, shape (n,)); returns ws (n+1, p+1), e (n,)."""
     ws, errors = np.empty((len(Xa) + 1, len(w))), np.empty(len(Xa))
     ws[0] = w
-    for t, (x, d_t) in enumerate(zip(Xa, d, strict=True)):  # 4. FOREACH (x, c(x)) in D
+    etas = np.broadcast_to(eta, len(Xa))
+    for t, (x, d_t, eta_t) in enumerate(zip(Xa, d, etas, strict=True)):  # 4. FOREACH x in D
         errors[t] = d_t - w @ x  # 5. error = c(x) - wᵀx
-        w = w + eta * errors[t] * x  # 6-7. Δw = η · error · x;  w = w + Δw
+        w = w + eta_t * errors[t] * x  # 6-7. Δw = η · error · x;  w = w + Δw
         ws[t + 1] = w
     return ws, errors
+
+
+def _schedule(eta, first: int, n: int):
+    """The step sizes of n updates from update number ``first`` on: eta itself if it is a
+    number, else eta(first), ..., eta(first + n - 1), each checked to be > 0."""
+    if not callable(eta):
+        return eta
+    return np.array([_checks.positive(eta(k), f"eta({k})") for k in range(first, first + n)])
+
+
+def _eta_text(eta) -> str:
+    return "the schedule eta" if callable(eta) else f"η = {eta:g}"
 
 
 def lms(X, d, eta, w0=None) -> LMSResult:
@@ -216,17 +232,21 @@ def igd(X, c, eta, w0=None, max_epochs=1000, tol=1e-6, stop="change", warn=True)
     """Incremental gradient descent with the delta rule (LMS, Widrow–Hoff, adaline).
 
     Same arguments as :func:`bgd`; w is updated after every example, in the given order.
+    ``eta`` may also be a schedule: a function k -> η_k > 0 of the number k = 0, 1, 2, ...
+    of single updates made before (e.g. ``lambda k: eta0 / (1 + k / tau)``).
     The default rule stops when an epoch changes Err by at most ``tol``.
     """
     Xa, c, eta, max_epochs, tol, stop = _setup(
-        X, c, eta=eta, max_epochs=max_epochs, tol=tol, stop=stop
+        X, c, eta=eta, max_epochs=max_epochs, tol=tol, stop=stop, schedule=True
     )
 
+    n = Xa.shape[0]
     w = _checks.initial_weights(w0, Xa.shape[1])  # 1. initialise w
     run = _Epochs(Xa, c, w, stop=stop, tol=tol)  # records each epoch, tests the rule
     with np.errstate(over="ignore", invalid="ignore"):  # a too large η overflows: run notices
         for t in range(1, max_epochs + 1):  # 2-3. repeat, t = t + 1
-            ws, _ = _lms_pass(Xa=Xa, d=c, eta=eta, w=w)  # 4-8. the delta rule on each x in D
+            eta_t = _schedule(eta, first=(t - 1) * n, n=n)  # η (or η_k for each update)
+            ws, _ = _lms_pass(Xa=Xa, d=c, eta=eta_t, w=w)  # 4-8. the delta rule on each x in D
             w = ws[-1]  #    (the LMS pass above; ws holds w after each example)
             if run.done(w):  # 9. until the stopping rule holds (or Err blows up)
                 break
