@@ -266,7 +266,7 @@ def contradictions(n):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)  # tracemalloc slows every allocation: about a minute, by machine load
+@pytest.mark.timeout(600)  # tracemalloc slows every allocation: 1-3 minutes, by machine load
 def test_pt_without_history_runs_a_million_updates_in_constant_memory():
     X, c = contradictions(1000)
     few, peak_few = peak_memory_of_pt(X, c, max_epochs=10, history=False)
