@@ -174,8 +174,12 @@ def build_book(root: Path = ROOT, repository: str | None = None, builder: str = 
 
 
 def toc_documents() -> list[str]:
-    """The pages of _toc.yml in reading order ('book/intro', 'book/00_tour', ...)."""
-    return re.findall(r"^\s*(?:root|- file):\s*(\S+)\s*$", (ROOT / "_toc.yml").read_text(), re.M)
+    """The pages of _toc.yml in reading order ('book/intro', 'book/00_tour', ...): read as
+    YAML by tools/toc.py in the Python of .venv, so only after setup."""
+    found = subprocess.run(
+        [BIN / "python", ROOT / "tools" / "toc.py"], capture_output=True, text=True, check=True
+    )
+    return found.stdout.split()
 
 
 def screenshots(html: Path, out: Path) -> list[Path]:
@@ -217,7 +221,8 @@ def check_grade_arguments(args: argparse.Namespace) -> None:
         sys.exit(f"error: {err}")
 
 
-def main() -> None:
+def command_line() -> argparse.ArgumentParser:
+    """The jobs and their arguments (checked before anything is installed)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
@@ -249,7 +254,11 @@ def main() -> None:
     ):
         job = jobs.add_parser(name, help=text)
         job.add_argument("--course", default="grading", help="course folder (default: grading)")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = command_line().parse_args()
     job = args.job
     try:
         if job == "book":

@@ -11,8 +11,9 @@ Two kinds of data, p = 20, n = 10⁴ and 10⁵, in one run:
 
 "plain loop" is PT written from the pseudocode one example at a time (no skipping), the way
 Lab 1 writes it; it must give the same weights, bit for bit. PT runs with history=False, as
-neither reference records a history. Prints medians of several runs and the ratios
-pt / scikit-learn and pt / plain loop (below 1: pt is faster).
+neither reference records a history. The three run in turn, several rounds, so that a
+change in the machine's load hits all three alike; prints the median times and the median
+of each round's ratios pt / scikit-learn and pt / plain loop (below 1: pt is faster).
 """
 
 import time
@@ -42,13 +43,10 @@ def plain_pt(X, c, epochs):
     return w
 
 
-def median_time(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+def seconds(fn):
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def row(data, n, repeat):
@@ -63,22 +61,31 @@ def row(data, n, repeat):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         skl.fit(X, c)
-        t_skl = median_time(lambda: skl.fit(X, c), repeat)
-    w_skl = np.r_[skl.intercept_, skl.coef_[0]]
-    if data == "separable":
-        assert np.array_equal(w_skl, res.w), "scikit-learn found different weights"
-    assert np.array_equal(plain_pt(X, c, res.epochs), res.w), "the plain loop differs"
-    t_pt = median_time(lambda: P.pt(X, c, max_epochs=budget, history=False, warn=False), repeat)
-    t_plain = median_time(lambda: plain_pt(X, c, res.epochs), max(1, repeat // 3))
+        w_skl = np.r_[skl.intercept_, skl.coef_[0]]
+        if data == "separable":
+            assert np.array_equal(w_skl, res.w), "scikit-learn found different weights"
+        assert np.array_equal(plain_pt(X, c, res.epochs), res.w), "the plain loop differs"
+        times = np.array(
+            [
+                (
+                    seconds(lambda: P.pt(X, c, max_epochs=budget, history=False, warn=False)),
+                    seconds(lambda: skl.fit(X, c)),
+                    seconds(lambda: plain_pt(X, c, res.epochs)),
+                )
+                for _ in range(repeat)
+            ]
+        )  # (repeat, 3): pt, scikit-learn, plain loop
+    t_pt, t_skl, t_plain = np.median(times, axis=0)
     cells = (data, n, res.epochs, res.mistakes, 1e3 * t_pt, 1e3 * t_skl, 1e3 * t_plain)
-    return cells + (t_pt / t_skl, t_pt / t_plain)
+    ratios = np.median(times[:, :1] / times[:, 1:], axis=0)  # pt / scikit-learn, pt / plain
+    return cells + tuple(float(r) for r in ratios)
 
 
 def main():
     header = ("data", "n", "epochs", "updates", "pt [ms]", "sklearn [ms]", "plain [ms]")
     print("".join(f"{h:>13}" for h in header + ("pt/sklearn", "pt/plain")))
     for data in ("separable", "noisy"):
-        for n, repeat in ((10_000, 9), (100_000, 3)):
+        for n, repeat in ((10_000, 7), (100_000, 5)):
             cells = row(data, n, repeat)
             text = [f"{v:>13}" if not isinstance(v, float) else f"{v:>13.1f}" for v in cells[:7]]
             print("".join(text) + "".join(f"{v:>13.2f}" for v in cells[7:]), flush=True)

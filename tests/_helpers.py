@@ -1,6 +1,5 @@
 """Helpers shared by the tests (imported as `_helpers`; pytest puts tests/ on sys.path)."""
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -11,18 +10,12 @@ ROOT = Path(__file__).resolve().parents[1]
 STAND_IN_REPOSITORY = "https://github.com/example-org/example-course"
 
 
-def load_module(name, path):
-    """Import a script that is not part of a package, such as tasks.py or labs/course.py."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def toc_files():
     """The documents of the table of contents, as paths without suffix ('book/01_neuron'):
     tasks.py's reading of _toc.yml (test_repo checks it against a YAML parser)."""
-    return load_module("tasks", ROOT / "tasks.py").toc_documents()
+    import tasks  # (pytest's pythonpath, pyproject.toml)
+
+    return tasks.toc_documents()
 
 
 def figure_names(doc):

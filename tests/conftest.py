@@ -3,14 +3,15 @@ import matplotlib
 matplotlib.use("Agg")
 
 import pytest  # noqa: E402
-from _helpers import ROOT, STAND_IN_REPOSITORY, load_module  # noqa: E402
+from _helpers import STAND_IN_REPOSITORY  # noqa: E402
+
+import tasks  # noqa: E402  (pytest's pythonpath, pyproject.toml)
 
 
 @pytest.fixture(scope="session")
 def built_books(tmp_path_factory):
     """The book built from scratch twice, the way `python3 tasks.py book` builds it: the first
     for a stand-in GitHub repository (so that it has Binder buttons), the second for none."""
-    tasks = load_module("tasks", ROOT / "tasks.py")
     roots = [tmp_path_factory.mktemp(f"build{k}") for k in (1, 2)]
     for root, repository in zip(roots, [STAND_IN_REPOSITORY, None], strict=True):
         tasks.build_book(root, repository)  # raises CalledProcessError on any warning (-W)

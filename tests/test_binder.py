@@ -6,9 +6,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from _helpers import load_module
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
+
+import tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 RELEASE = sorted((ROOT / "labs" / "release").glob("*/*.ipynb"))
@@ -17,7 +18,6 @@ RELEASE = sorted((ROOT / "labs" / "release").glob("*/*.ipynb"))
 @pytest.fixture(scope="module")
 def binder_kernel(tmp_path_factory):
     """A kernel in a new virtual environment with only requirements.txt installed."""
-    tasks = load_module("tasks", ROOT / "tasks.py")
     python = tasks.install(tmp_path_factory.mktemp("binder-env"), "requirements.txt")
     spec_dir = tmp_path_factory.mktemp("kernels") / "kernels" / "binder"
     spec_dir.mkdir(parents=True)

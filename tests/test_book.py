@@ -4,7 +4,10 @@ import json
 from html.parser import HTMLParser
 from pathlib import Path
 
-from _helpers import STAND_IN_REPOSITORY, figure_names, load_module, toc_files
+import book_fixes
+from _helpers import STAND_IN_REPOSITORY, figure_names, toc_files
+
+import tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb")) + sorted((ROOT / "labs").rglob("*.ipynb"))
@@ -69,7 +72,6 @@ def outputs(path):
 def test_stream_chunks_are_joined_as_they_came():
     import nbformat
 
-    book_fixes = load_module("book_fixes", ROOT / "_ext" / "book_fixes.py")
     whole = [nbformat.v4.new_output("stream", name="stdout", text="XOR: [0. 1. 1. 0.]\n")]
     chunks = [
         nbformat.v4.new_output("stream", name="stdout", text=part)
@@ -114,7 +116,6 @@ def test_two_builds_give_identical_outputs(built_books):
 
 
 def test_build_records_the_package_digest(built_books):
-    tasks = load_module("tasks", ROOT / "tasks.py")
     stamp = built_books[0] / "_build" / ".src-digest"
     assert stamp.read_text() == tasks.digest(ROOT / "src")
 

@@ -2,11 +2,9 @@
 
 from importlib.metadata import version
 
+import book_fixes as fixes
 import pytest
-from _helpers import ROOT, load_module
 from sphinx.errors import ExtensionError
-
-fixes = load_module("book_fixes", ROOT / "_ext" / "book_fixes.py")
 
 
 def test_every_fix_targets_the_installed_versions_and_names_an_issue():

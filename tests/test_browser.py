@@ -8,15 +8,14 @@ Without it these tests fail in CI (CI set) and are skipped, visibly, elsewhere.
 import json
 import os
 import re
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
+import browser
 import pytest
-from _helpers import ROOT, STAND_IN_REPOSITORY, figure_names, load_module, toc_files
+from _helpers import ROOT, STAND_IN_REPOSITORY, figure_names, toc_files
 from bs4 import BeautifulSoup
 
-sys.path.insert(0, str(ROOT / "tools"))
-import browser  # noqa: E402
+import tasks
 
 DOCS = toc_files()
 
@@ -192,7 +191,6 @@ def test_screenshots_show_the_page(site, tmp_path, width):
 
 def test_pdf_of_the_whole_book(site, built_books, tmp_path):
     """`python3 tasks.py pdf`: the book on one page, typeset, printed by Chromium."""
-    tasks = load_module("tasks", ROOT / "tasks.py")
     index = tasks.build_book(built_books[0], builder="singlehtml")
     with browser.Site(index.parent) as server:
         page = browser.load(server.url("index.html"))

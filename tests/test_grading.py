@@ -846,7 +846,6 @@ def test_manual_grading_in_formgrader_reaches_the_export_and_the_feedback(tmp_pa
     """As an instructor would: grade, open a submission in formgrader (Chromium), enter a
     score and a comment for the written answer, then export and regenerate feedback."""
     need_sandbox()
-    sys.path.insert(0, str(ROOT / "tools"))
     import browser
 
     if browser.find_chromium() is None:

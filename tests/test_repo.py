@@ -1,24 +1,59 @@
 """The README's promises: two commands, and CI runs the test one."""
 
 import re
+import shlex
+import shutil
+import subprocess
 from pathlib import Path
+
+import pytest
+
+import tasks  # (pytest's pythonpath, pyproject.toml)
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def readme_commands():
+    """The commands in the README's bash blocks, each split into its words."""
     text = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
-    return [line.strip() for block in blocks for line in block.splitlines() if line.strip()]
+    return [shlex.split(line) for block in blocks for line in block.splitlines() if line.strip()]
 
 
 def test_readme_has_exactly_two_commands_book_then_test():
-    assert readme_commands() == ["python3 tasks.py book", "python3 tasks.py test"]
+    commands = readme_commands()
+    assert len(commands) == 2, commands
+    for words in commands:
+        assert words[:2] == ["python3", "tasks.py"], words  # the entry point, the system Python
+    jobs = [tasks.command_line().parse_args(words[2:]).job for words in commands]
+    assert jobs == ["book", "test"]
 
 
-def test_ci_runs_the_readme_test_command():
-    ci = (ROOT / ".ci" / "run").read_text()
-    assert readme_commands()[1] in ci
+@pytest.fixture(scope="module")
+def ci_calls(tmp_path_factory):
+    """.ci/run on a machine without bubblewrap, Chromium and git, CI not set: apt-get and
+    python3 are stand-ins that log their calls (environment variable CI, then arguments)."""
+    folder = tmp_path_factory.mktemp("ci")
+    log = folder / "calls"
+    bin_dir = folder / "bin"
+    bin_dir.mkdir()
+    for name in ("apt-get", "python3"):
+        stub = bin_dir / name
+        stub.write_text(f'#!/bin/sh\necho "{name} CI=$CI $*" >> "{log}"\n')
+        stub.chmod(0o755)
+    (bin_dir / "dirname").symlink_to(shutil.which("dirname"))  # the script's only other tool
+    subprocess.run(
+        [shutil.which("bash"), ROOT / ".ci" / "run"],
+        env={"PATH": str(bin_dir)},
+        check=True,
+        capture_output=True,
+    )
+    return [shlex.split(line) for line in log.read_text().splitlines()]
+
+
+def test_ci_runs_the_readme_test_command(ci_calls):
+    tests = [[call[0], *call[2:]] for call in ci_calls if call[0] != "apt-get"]
+    assert tests == [readme_commands()[1]]
 
 
 def test_requirements_install_the_package_last():
@@ -30,21 +65,15 @@ def test_requirements_install_the_package_last():
     assert lines[-1] == "-e ."
 
 
-def test_ci_installs_the_system_packages_the_tests_need():
-    ci = (ROOT / ".ci" / "run").read_text()
-    for package in ("bubblewrap", "chromium", "git"):
-        assert f"missing+=({package})" in ci
-    assert 'export CI="${CI:-true}"' in ci  # so that the browser and sandbox tests fail, not skip
-
-
-def tasks_module():
-    from _helpers import load_module
-
-    return load_module("tasks", ROOT / "tasks.py")
+def test_ci_installs_the_system_packages_the_tests_need(ci_calls):
+    installs = [call for call in ci_calls if call[0] == "apt-get" and "install" in call]
+    assert len(installs) == 1
+    assert {"bubblewrap", "chromium", "git"} <= set(installs[0])
+    # CI is set for the tests, so that the browser and sandbox tests fail, not skip
+    assert {call[1] for call in ci_calls if call[0] != "apt-get"} == {"CI=true"}
 
 
 def test_repository_url_accepts_github_remotes_only(monkeypatch):
-    tasks = tasks_module()
     for given, want in [
         ("https://github.com/org/course", "https://github.com/org/course"),
         ("https://github.com/org/course.git", "https://github.com/org/course"),
@@ -59,7 +88,6 @@ def test_repository_url_accepts_github_remotes_only(monkeypatch):
 def test_book_config_adds_binder_only_with_a_repository(tmp_path):
     import yaml
 
-    tasks = tasks_module()
     assert tasks.book_config(tmp_path, None) == ROOT / "_config.yml"
     base = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert "repository" not in base and "launch_buttons" not in base  # appended keys stay unique
@@ -76,4 +104,4 @@ def test_tasks_reads_the_table_of_contents_like_yaml():
     files = [toc["root"]]
     for part in toc["parts"]:
         files += [chapter["file"] for chapter in part["chapters"]]
-    assert tasks_module().toc_documents() == files
+    assert tasks.toc_documents() == files

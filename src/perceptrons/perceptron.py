@@ -44,6 +44,7 @@ def pt_error(c, wx, convention: str):
     convention "pm1": error = c if c·wᵀx <= 0, else 0       (c in {-1, +1})
     """
     if isinstance(c, float | int) and isinstance(wx, float | int):  # one example: no arrays
+        c, wx = float(c), float(wx)  # (numpy's scalars too: plain floats are quicker)
         if convention == "01":
             return c - (1.0 if wx >= 0 else 0.0)
         return c if c * wx <= 0 else 0.0
@@ -96,24 +97,37 @@ class _Skip:
         s = 2 * c - 1 if convention == "01" else c  # the class as -1 or +1, shape (n,)
         self.sX = s[:, None] * X  # (n, d): s·wᵀx = (s·x)ᵀw exactly, since s = ±1
         gamma = d * 2.0**-53 / (1 - d * 2.0**-53)
-        self.slack_per_norm_w = 4 * gamma * float(np.sqrt(np.max(np.sum(X * X, axis=1))))
+        max_norm = float(np.sqrt(np.max(np.einsum("ij,ij->i", X, X))))  # max ‖x‖
+        self.slack_per_norm_w = 4 * gamma * max_norm
         self.block = 16
         self.visit, self.rows = None, self.sX
 
     def next(self, w, visit, start):
         if visit is not self.visit:  # a new order: its rows, once per epoch
-            self.visit, self.rows = visit, self.sX[visit]
-        slack = self.slack_per_norm_w * math.sqrt(w.dot(w))
+            in_order = bool(np.all(visit[1:] > visit[:-1]))  # (visit permutes 0, ..., n-1)
+            self.visit, self.rows = visit, self.sX if in_order else self.sX[visit]
+        slack = self.slack_per_norm_w * math.hypot(*w.tolist())  # (‖w‖, quicker than numpy)
         n = len(self.rows)
         while start < n:
-            stop = min(start + self.block, n)
-            maybe_wrong = self.rows[start:stop].dot(w) <= slack  # (stop - start,)
-            k = int(maybe_wrong.argmax())
-            if maybe_wrong[k]:
+            margins = self.rows[start : start + self.block].dot(w)  # s·wᵀx for the block
+            k = self.first_candidate(margins, slack)
+            if k is not None:
                 self.block = max(16, 2 * (k + 1))
                 return start + k
-            start, self.block = stop, min(2 * self.block, 8192)
+            start, self.block = start + self.block, min(2 * self.block, 8192)
         return n
+
+    @staticmethod
+    def first_candidate(margins, slack):
+        """The index of the first margin <= slack, or None if there is none."""
+        if len(margins) <= 32:  # a short block (noisy data): a Python loop is quicker
+            for k, margin in enumerate(margins.tolist()):
+                if margin <= slack:
+                    return k
+            return None
+        maybe_wrong = margins <= slack
+        k = int(maybe_wrong.argmax())
+        return k if maybe_wrong[k] else None
 
 
 def pt(
