@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -115,17 +116,20 @@ def book_config(out: Path, repository: str | None) -> Path:
         return ROOT / "_config.yml"
     config = out / "_config.launch.yml"
     out.mkdir(parents=True, exist_ok=True)
-    branch = os.environ.get("BOOK_REPOSITORY_BRANCH", "main")
-    config.write_text(
-        (ROOT / "_config.yml").read_text()
-        + "\n# Added by tasks.py: the repository is known, so pages get Binder buttons.\n"
-        + "repository:\n"
-        + f'  url: "{repository}"\n'
-        + f'  branch: "{branch}"\n'
-        + "launch_buttons:\n"
-        + '  binderhub_url: "https://mybinder.org"\n'
-        + '  notebook_interface: "jupyterlab"\n'
-    )
+    added = {
+        "repository": {
+            "url": repository,
+            "branch": os.environ.get("BOOK_REPOSITORY_BRANCH", "main"),
+        },
+        "launch_buttons": {
+            "binderhub_url": "https://mybinder.org",
+            "notebook_interface": "jupyterlab",
+        },
+    }
+    # each value as JSON, which YAML reads as a flow mapping: quoting is json's job, not ours
+    lines = [f"{key}: {json.dumps(value)}" for key, value in added.items()]
+    note = "# Added by tasks.py: the repository is known, so pages get Binder buttons."
+    config.write_text("\n".join([(ROOT / "_config.yml").read_text(), note, *lines, ""]))
     return config
 
 

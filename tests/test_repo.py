@@ -95,6 +95,9 @@ def test_book_config_adds_binder_only_with_a_repository(tmp_path):
     assert config["repository"] == {"url": "https://github.com/o/r", "branch": "main"}
     assert config["launch_buttons"]["binderhub_url"] == "https://mybinder.org"
     assert {k: v for k, v in config.items() if k not in ("repository", "launch_buttons")} == base
+    odd = 'https://github.com/o/r"\nx: [1'  # quotes and line breaks stay inside the value
+    config = yaml.safe_load(tasks.book_config(tmp_path, odd).read_text())
+    assert config["repository"]["url"] == odd and "x" not in config
 
 
 def test_tasks_reads_the_table_of_contents_like_yaml():
