@@ -112,6 +112,13 @@ def positive(value, name: str) -> float:
     return v
 
 
+def step_size(eta, t) -> float:
+    """η at step or update t: ``eta`` itself, or ``eta(t)`` for a schedule, checked > 0
+    (the error names ``eta(t)`` with its t)."""
+    value = eta(t) if callable(eta) else eta
+    return positive(value, f"eta({t})" if callable(eta) else "eta")
+
+
 def momentum(value, name: str = "alpha") -> float:
     """Return the momentum factor if 0 <= alpha < 1."""
     v = _real(value, name)

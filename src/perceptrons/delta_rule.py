@@ -203,7 +203,7 @@ def _schedule(eta, first: int, n: int):
     number, else eta(first), ..., eta(first + n - 1), each checked to be > 0."""
     if not callable(eta):
         return eta
-    return np.array([_checks.positive(eta(k), f"eta({k})") for k in range(first, first + n)])
+    return np.array([_checks.step_size(eta, k) for k in range(first, first + n)])
 
 
 def _eta_text(eta) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _checks
+from ._checks import step_size
 from ._results import ConvergenceWarning, DivergenceWarning
 
 
@@ -36,11 +37,6 @@ class GDResult:
     steps: int
     converged: bool
     diverged: bool
-
-
-def _step_size(eta, t):
-    value = eta(t) if callable(eta) else eta
-    return _checks.positive(value, "eta" if not callable(eta) else f"eta({t})")
 
 
 class _Path:
@@ -166,7 +162,7 @@ def gd(
             g = run.gradient(w)  # ∇E(w(t))
             if run.settled(g):  # until ‖∇E(w(t))‖ <= tol (or it is not finite)
                 break
-            delta_w = -_step_size(eta, t) * g + alpha * delta_w  # Δw(t) = -η∇E(w(t)) + αΔw(t-1)
+            delta_w = -step_size(eta, t) * g + alpha * delta_w  # Δw(t) = -η∇E(w(t)) + αΔw(t-1)
             w = w + delta_w  # w(t+1) = w(t) + Δw(t)
             if run.escaped(w):  # diverged: ‖w(t+1)‖ > max_norm, or not finite
                 break
