@@ -217,7 +217,7 @@ class Recorder:
                     comments[gid].auto_comment = "No response." if empty else None
             gb.db.commit()
 
-    def record(self, sub: Submission, digest: str, data: bytes | None, result: dict) -> dict:
+    def record(self, sub: Submission, *, digest: str, data: bytes | None, result: dict) -> dict:
         """Save one notebook's outcome: submitted copy, autograded notebook, gradebook,
         then (last, so that a stopped run grades it again) ``results/<student>/<lab>.json``."""
         course = self.course
@@ -387,7 +387,15 @@ def grade(
                 skipped.append(previous)
                 continue
             todo.append((sub, digest, data))
-        rows += _run(course, todo, limits, unsafe, jobs, executor, progress)
+        rows += _run(
+            course,
+            todo,
+            limits=limits,
+            unsafe=unsafe,
+            jobs=jobs,
+            executor=executor,
+            progress=progress,
+        )
     exported = export(course)
     return {"graded": rows, "already graded": skipped, "exported": exported}
 
@@ -438,7 +446,7 @@ def _seconds_so_far(course: Path) -> dict[str, list[float]]:
     return seconds
 
 
-def _run(course, todo, limits, unsafe, jobs, executor, progress) -> list[dict]:
+def _run(course, todo, *, limits, unsafe, jobs, executor, progress) -> list[dict]:
     """Grade ``todo`` on the executor, record each result as it comes, and have the
     feedback written: by the workers of our own pool (they share the course folder), else
     here at the end.
@@ -481,7 +489,7 @@ def _run(course, todo, limits, unsafe, jobs, executor, progress) -> list[dict]:
         with Recorder(course) as recorder:
             for sub, digest, _ in todo:
                 if sub.refused:
-                    rows.append(recorder.record(sub, digest, None, {}))
+                    rows.append(recorder.record(sub, digest=digest, data=None, result={}))
                     bar.update()
             submit()
             while running:
@@ -495,7 +503,7 @@ def _run(course, todo, limits, unsafe, jobs, executor, progress) -> list[dict]:
                     except Exception:  # noqa: BLE001 - a worker that died: that row, not the run
                         result = {"error": traceback.format_exc()}
                     queue.measured(sub.lab, result.get("seconds"))
-                    row = recorder.record(sub, digest, data, result)
+                    row = recorder.record(sub, digest=digest, data=data, result=result)
                     rows.append(row)
                     if own and row["status"].startswith("graded"):
                         feedback.append(
