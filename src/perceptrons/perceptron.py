@@ -104,7 +104,7 @@ class _Skip:
 
     def next(self, w, visit, start):
         if visit is not self.visit:  # a new order: its rows, once per epoch
-            in_order = bool(np.all(visit[1:] > visit[:-1]))  # (visit permutes 0, ..., n-1)
+            in_order = isinstance(visit, range)  # (else a permutation of 0, ..., n-1)
             self.visit, self.rows = visit, self.sX if in_order else self.sX[visit]
         slack = self.slack_per_norm_w * math.hypot(*w.tolist())  # (‖w‖, quicker than numpy)
         n = len(self.rows)
@@ -161,13 +161,12 @@ def pt(
     rng = np.random.default_rng(rng)
     history = _checks.flag(history, "history")
     skip = _Skip(Xa, c, convention)  # passes over examples w classifies correctly (above)
-    as_given = np.arange(n)
 
     w = _checks.initial_weights(w0, d)  # 1. initialise w
     ws, updated = ([w], []) if history else (None, None)
     mistakes, converged = 0, False
     for t in range(1, max_epochs + 1):  # 2-3. repeat, t = t + 1 (t counts epochs here)
-        visit = as_given if order == "cyclic" else rng.permutation(n)  # this epoch's order
+        visit = range(n) if order == "cyclic" else rng.permutation(n)  # this epoch's order
         mistakes_before = mistakes
         k = skip.next(w, visit, start=0)
         while k < n:  # 4. choose the next example (x, c(x)) that w may misclassify
