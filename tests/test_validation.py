@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -240,3 +240,34 @@ def test_lms_and_lls_fail_cleanly_or_are_finite(X, d, eta):
             assert named(err), f"{name}: {err}"
             continue
         assert np.all(np.isfinite(out)), name
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    X=hnp.arrays(
+        np.float64, hnp.array_shapes(min_dims=1, max_dims=3, max_side=6), elements=anything
+    ),
+    c=hnp.arrays(
+        np.float64, hnp.array_shapes(min_dims=1, max_dims=2, max_side=6), elements=anything
+    ),
+)
+def test_irls_never_fails_with_another_error_or_a_nan_result(X, c):
+    try:
+        res = P.irls(X, c, steps=5, warn=False)
+    except (ValueError, TypeError) as err:
+        assert "`" in str(err), f"irls: message does not name an argument: {err}"
+        return
+    assert np.all(np.isfinite(res.w)) and np.all(np.isfinite(res.path))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    X=hnp.arrays(np.float64, st.tuples(st.integers(2, 8), st.integers(1, 3)), elements=finite),
+    data=st.data(),
+)
+def test_irls_on_valid_random_problems_gives_finite_weights_and_likelihoods(X, data):
+    n = X.shape[0]
+    c = data.draw(hnp.arrays(np.float64, n, elements=st.sampled_from([0.0, 1.0])))
+    assume(len(np.unique(c)) == 2)  # one class alone is refused (tested above)
+    res = P.irls(X, c, steps=10, warn=False)
+    assert np.all(np.isfinite(res.w)) and np.all(np.isfinite(res.log_likelihoods))

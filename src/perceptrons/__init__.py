@@ -22,6 +22,7 @@ from .delta_rule import DeltaResult, LMSResult, bgd, igd, lls, lms, sq_error, sq
 from .gradient_descent import GDResult, descend, exact_step, gd, steepest_descent
 from .logistic import (
     LogisticResult,
+    irls,
     log_likelihood,
     log_likelihood_grad,
     logistic_regression,
@@ -65,6 +66,7 @@ __all__ = [
     "hill_valley",
     "hill_valley_grad",
     "igd",
+    "irls",
     "lls",
     "lms",
     "log_likelihood",

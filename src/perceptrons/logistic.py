@@ -1,20 +1,23 @@
-"""Logistic regression fitted by gradient ascent on the log-likelihood.
+"""Logistic regression fitted by gradient ascent, or by Newton's method (IRLS), on the
+log-likelihood.
 
 Introduced in the chapter *Logistic regression*.
 
     σ(z) = 1 / (1 + e^{-z}),   P(y = 1 | x) = σ(wᵀx),
     LL(w) = Σ_x [ y log σ(wᵀx) + (1 - y) log(1 - σ(wᵀx)) ],
-    ∇LL(w) = Σ_x (y - σ(wᵀx))·x.
+    ∇LL(w) = Σ_x (y - σ(wᵀx))·x,   Hessian -XᵀSX with S = diag(σ(wᵀx)(1 - σ(wᵀx))).
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import _checks
-from .gradient_descent import gd
+from ._results import ConvergenceWarning, DivergenceWarning
+from .gradient_descent import descend, gd
 from .perceptron import augment
 
 
@@ -53,7 +56,7 @@ def log_likelihood_grad(w, X, y) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LogisticResult:
-    """Outcome of :func:`logistic_regression`.
+    """Outcome of :func:`logistic_regression` and :func:`irls`.
 
     w : ndarray (p+1,)               final weights
     path : ndarray (k+1, p+1)        weights after each step
@@ -81,11 +84,55 @@ def logistic_regression(
     y = _checks.as_binary01(y, Xa.shape[0], both=True)  # one class alone has no finite MLE
     w = _checks.initial_weights(w0, Xa.shape[1])
     res = gd(lambda w: -_ll_grad(w, Xa, y), w, eta, alpha=alpha, steps=steps, tol=tol, warn=warn)
-    lls = np.array([_ll(w, Xa, y) for w in res.path])
+    return _logistic_result(res, Xa, y)
+
+
+def irls(X, y, w0=None, steps=100, tol=1e-8, warn=True) -> LogisticResult:
+    """Maximum likelihood by Newton's method, iteratively reweighted least squares (IRLS):
+
+        w = w + (XᵀSX)⁻¹ Σ (y - σ(wᵀx))·x,    S = diag(σ(wᵀx)(1 - σ(wᵀx))).
+
+    X (n, p); y (n,) in {0, 1}; w0 (p+1,) or None (zeros). Stops when ‖∇LL‖ <= tol, or
+    after ``steps`` steps. On linearly separable data there is no maximum: ‖w‖ grows at
+    every step until ‖∇LL‖ falls below tol far out, or until XᵀSX is singular (every σ
+    0 or 1 in floating point), which the result reports as ``diverged``, with a warning.
+    A Newton step for -LL, so this calls :func:`descend` with the step below.
+    """
+    Xa = augment(X)
+    y = _checks.as_binary01(y, Xa.shape[0], both=True)
+    w = _checks.initial_weights(w0, Xa.shape[1])
+
+    def newton_step(t, w, g):  # g = ∇(-LL)(w) = -Σ (y - σ(wᵀx))·x
+        sigma = sigmoid(Xa @ w)  # (n,)
+        S = sigma * (1 - sigma)  # the diagonal of S, (n,)
+        try:
+            return np.linalg.solve(Xa.T @ (S[:, None] * Xa), -g)  # (XᵀSX)⁻¹ Xᵀ(y - σ)
+        except np.linalg.LinAlgError:  # every σ is 0 or 1: no Newton step exists
+            return np.full_like(w, np.nan)  # (descend stops and reports divergence)
+
+    res = descend(lambda w: -_ll_grad(w, Xa, y), w, newton_step, steps=steps, tol=tol, warn=False)
+    if warn and res.diverged:
+        warnings.warn(
+            f"Newton's method (IRLS) stopped at step {res.steps + 1}: XᵀSX is singular or w "
+            "left ‖w‖ <= 1e6; the classes are probably linearly separable (no maximum).",
+            DivergenceWarning,
+            stacklevel=2,
+        )
+    elif warn and not res.converged:
+        warnings.warn(
+            f"Newton's method (IRLS) did not reach ‖∇LL‖ <= {tol:g} in {steps} steps.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    return _logistic_result(res, Xa, y)
+
+
+def _logistic_result(res, Xa, y) -> LogisticResult:
+    """The GDResult of an ascent on LL with LL along its path."""
     return LogisticResult(
         w=res.w,
         path=res.path,
-        log_likelihoods=lls,
+        log_likelihoods=np.array([_ll(w, Xa, y) for w in res.path]),
         steps=res.steps,
         converged=res.converged,
         diverged=res.diverged,
