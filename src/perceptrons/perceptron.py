@@ -37,13 +37,16 @@ def predict(X, w) -> np.ndarray:
     return heaviside(Xa @ w)
 
 
+_NUMBER = (float, int)  # a single number (numpy's float64 is a float)
+
+
 def pt_error(c, wx, convention: str):
     """The PT error for target(s) c and activation(s) wx = wᵀx, in {-1, 0, 1}.
 
     convention "01":  error = c - heaviside(wᵀx)            (c in {0, 1})
     convention "pm1": error = c if c·wᵀx <= 0, else 0       (c in {-1, +1})
     """
-    if isinstance(c, float | int) and isinstance(wx, float | int):  # one example: no arrays
+    if isinstance(c, _NUMBER) and isinstance(wx, _NUMBER):  # one example: no arrays
         c, wx = float(c), float(wx)  # (numpy's scalars too: plain floats are quicker)
         if convention == "01":
             return c - (1.0 if wx >= 0 else 0.0)
