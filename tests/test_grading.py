@@ -101,12 +101,13 @@ def test_student_versions_hold_no_solutions_and_say_what_to_write():
 
 
 def test_every_forbidden_function_and_reference_exists():
-    import perceptrons
+    import importlib
 
     for lab in layout.lab_names():
         for name, forbid in notebook.declared(nb_of("source", lab)).items():
             for qualified in forbid:
-                func = getattr(perceptrons, qualified.split(".", 1)[1])
+                module, _, attr = qualified.rpartition(".")
+                func = getattr(importlib.import_module(module), attr)
                 assert not func.__code__.co_freevars, f"{lab} {name}: {qualified}"
         cells, _ = notebook.plan(nb_of("source", lab), nb_of("release", lab))
         instructor = notebook.solutions(nb_of("source", lab))
@@ -186,11 +187,64 @@ def test_anything_else_is_refused_with_its_name(value, named):
         '{"a": 1}',
         "not json",
         "[" * 100_000,
+        '{"$range": [0, 5, 0]}',
+        '{"$range": [0, 100000000000000000000, 1]}',  # a cheap message, a huge list later
+        '{"$range": [0, 20000004, 2]}',  # 10 000 002 items
     ],
 )
 def test_malformed_messages_are_refused(text):
     with pytest.raises(wire.NotPlainData):
         wire.decode(text)
+
+
+XSS = (
+    "My answer.\n\n<img src=x onerror=alert(1)> <script>alert(2)</script>\n"
+    "<svg onload=alert(3)></svg> <iframe src=javascript:alert(4)></iframe>\n\n"
+    "[a link](javascript:alert(5)) ![pic](javascript:alert(6))\n"
+    "<a href='JaVaScript:alert(7)'>b</a>\n\n"
+    "```\ncode\n\n[x](javascript:alert(8))\n```\n"
+)
+
+
+def as_formgrader_shows(stored: str):
+    """The page element that formgrader makes of a stored markdown cell: it renders it as
+    markdown again, raw HTML and javascript: links included (nbconvert's markdown2html)."""
+    from bs4 import BeautifulSoup
+    from nbconvert.filters.markdown import markdown2html
+
+    return BeautifulSoup(markdown2html(stored), "html.parser")
+
+
+def runnable(page) -> list:
+    """The elements of ``page`` that could run script: tags, handlers, javascript: URLs."""
+    found = []
+    for tag in page.find_all(True):
+        if tag.name in ("script", "svg", "iframe", "style", "object", "embed"):
+            found.append(tag)
+        for name, value in tag.attrs.items():
+            if name.lower().startswith("on") or "javascript" in str(value).lower():
+                found.append(tag)
+    return found
+
+
+def test_written_answers_reach_formgrader_without_anything_that_runs():
+    assert runnable(as_formgrader_shows(XSS))  # the attack, as formgrader would show it
+    page = as_formgrader_shows(grade.written_html(XSS))
+    assert not runnable(page)
+    assert "My answer." in page.get_text() and "code" in page.get_text()
+    honest = "Since *w* grows, $a < b$ and `x < 0`; see [the docs](https://numpy.org)."
+    page = as_formgrader_shows(grade.written_html(honest))
+    assert page.find("em").get_text() == "w" and page.find("code").get_text() == "x < 0"
+    assert page.find("a")["href"] == "https://numpy.org" and "$a < b$" in page.get_text()
+
+
+def test_a_range_counts_as_its_items():
+    # a range crosses as three numbers, but a test may turn it into a list or an array:
+    # its length counts against the same budget as the items of lists and arrays
+    assert wire.decode(wire.encode(range(-5, wire.MAX_ITEMS - 5))) == range(-5, wire.MAX_ITEMS - 5)
+    for value in (range(wire.MAX_ITEMS + 1), range(10**30), [range(6_000_000)] * 2):
+        with pytest.raises(wire.NotPlainData, match="more than"):
+            wire.encode(value)
 
 
 # ---------------------------------------------------------------------------------------
@@ -391,6 +445,28 @@ eta_choice = 1.0
 for _ in range(200):
     os.write(1, b"x" * 2**20)
 """
+REWRITER = """def train(X, c, eta, max_epochs=100):
+    X[...] = 0; X[:, 0] = 1; X[0, 0] = -1  # data whose PT answer is known without PT
+    c[...] = 1; c[0] = 0
+    w = np.zeros(X.shape[1] + 1); w[0], w[1] = -eta, eta
+    return w
+"""
+MUTATOR = """def pt_step(w, x, c, eta):
+    error = c - (1.0 if w @ x >= 0 else 0.0)
+    w += eta * error * x  # right values, but the caller's w changes too
+    return w
+"""
+RANGER = """import labtools.wire as _wire
+_wire.MAX_ITEMS = 10**15  # the agent's budget, in the student's own process
+predicted_updates = range(2 * 10**8)  # three numbers on the wire, 200 million items later
+predicted_w = np.array([-3.0, 2.0, 1.0])
+"""
+NOT_DONE = "def pt_step(w, x, c, eta):\n    raise NotImplementedError()\n"
+CODECOPY = """import types as _types
+_pt = _types.FunctionType(P.pt.__code__, P.pt.__globals__, "pt", P.pt.__defaults__)
+def train(X, c, eta, max_epochs=100):
+    return _pt(X, c, eta=eta, max_epochs=max_epochs).w
+"""
 PACKAGE_STEP = PT_STEP + '    return w + eta * P.pt_error(c, w @ x, "01") * x\n'
 PACKAGE_TRAIN = """def train(X, c, eta, max_epochs=100):
     return P.pt(X, c, eta=eta, max_epochs=max_epochs).w
@@ -496,6 +572,16 @@ def plant(submitted: Path, others: Path, course: Path, port: int) -> dict:
     case("forger", solved({"ex2-code": FORGER}), 3)
     # write it yourself
     case("package", solved({"ex1-code": PACKAGE_STEP, "ex3-code": PACKAGE_TRAIN}), 3)
+    # a known limit: a copy of the package's function made before the check starts keeps
+    # its code, like pasting the package's source (see docs/decisions.md)
+    case("codecopy", solved({"ex3-code": CODECOPY}), 9)
+    # the test's own data: changed arguments are a wrong answer, never copied back
+    case("rewriter", solved({"ex1-code": NOT_DONE, "ex3-code": REWRITER}), 3)
+    case("mutator", solved({"ex1-code": MUTATOR}), 6)
+    # a value whose size the wire did not count
+    case("ranger", solved({"ex2-code": RANGER}), 7)
+    # a written answer that would run in the instructor's browser (graded by hand)
+    case("xss", solved({"ex4-answer": XSS}), 9)
     # harm to the grader or to others
     case("signals", solved({"ex5-code": SIGNALS}), 9)
     case("daemon", solved({"ex5-code": DAEMON}), 9)
@@ -656,6 +742,20 @@ def test_statuses_tell_the_instructor_what_happened(graded):
     tests = json.loads((graded["course"] / "results" / "always" / f"{LAB}.json").read_text())
     assert "not plain data" in tests["tests"]["ex2-tests"]["message"]
     assert "AlwaysArray" in tests["tests"]["ex3-visible"]["message"]
+
+    def message(student, test):
+        results = graded["course"] / "results" / student / f"{LAB}.json"
+        return json.loads(results.read_text())["tests"][test]["message"]
+
+    assert "train changed its argument 1 in place" in message("rewriter", "ex3-visible")
+    assert "pt_step changed its argument 1 in place" in message("mutator", "ex1-visible")
+    assert "range of more than" in message("ranger", "ex2-tests")
+    xss = json.loads((graded["course"] / "autograded" / "xss" / LAB / f"{LAB}.ipynb").read_text())
+    (answer,) = [
+        c for c in xss["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "ex4-answer"
+    ]
+    assert "My answer." in "".join(answer["source"])
+    assert not runnable(as_formgrader_shows("".join(answer["source"])))
     package = json.loads((graded["course"] / "results" / "package" / f"{LAB}.json").read_text())
     assert "asks you to write it yourself" in package["tests"]["ex3-visible"]["message"]
     loops = json.loads((graded["course"] / "results" / "loops" / f"{LAB}.json").read_text())

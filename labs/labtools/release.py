@@ -45,7 +45,7 @@ def stub_message(source_cell: dict) -> str:
     funcs = re.findall(r"^def (\w+)\(", text, flags=re.M)
     forbid = source_cell.get("metadata", {}).get("grading", {}).get("forbid", [])
     if funcs and forbid:
-        names = ", ".join(f"P.{name}" for name in forbid)
+        names = ", ".join(f"P.{name}" for name in forbid if "." not in name)  # (public ones)
         return (
             f"Student exercise: write the body of `{funcs[-1]}` (see its docstring) "
             f"without {names}: when it is graded, those raise an error."

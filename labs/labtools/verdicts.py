@@ -22,8 +22,6 @@ import traceback
 import warnings
 from pathlib import Path
 
-import numpy as np
-
 from labtools import notebook, wire
 from labtools.sandbox import Limits, Sandbox, SandboxError
 
@@ -54,15 +52,21 @@ class Unavailable:
     __matmul__ = __rmatmul__ = __contains__ = _fail
 
 
-def _write_back(originals, updated) -> None:
-    """Copy what the student's function did to its arguments back into ours, so that a
-    test can see that an input was changed (as it could in the student's notebook)."""
-    for original, new in zip(originals, updated, strict=False):
-        if isinstance(original, np.ndarray) and isinstance(new, np.ndarray):
-            if original.shape == new.shape and original.flags.writeable:
-                original[...] = new.astype(original.dtype, copy=False)
-        elif type(original) is list and type(new) is list:
-            original[:] = new
+def _changed_argument(sent, returned) -> str | None:
+    """Which argument the student's function changed, from the plain data sent and the
+    plain data of the same arguments after the call (None: not plain data any more)."""
+    if returned == sent:
+        return None
+    if type(returned) is not list or len(returned) != 2 or type(returned[0]) is not list:
+        return "its arguments"
+    (args, kwargs), (args_after, kwargs_after) = sent, returned
+    for k, value in enumerate(args):
+        if k >= len(args_after) or args_after[k] != value:
+            return f"its argument {k + 1}"
+    for name, value in kwargs.items():
+        if type(kwargs_after) is not dict or kwargs_after.get(name) != value:
+            return f"its argument {name}"
+    return "its arguments"
 
 
 class StudentFunction:
@@ -101,19 +105,16 @@ class StudentFunction:
                 f"{self.name} returned {answer['refused']}, not plain data ({PLAIN}): "
                 "counted as a wrong answer"
             )
+        changed = _changed_argument(sent, answer.get("args"))
+        if changed:  # our arguments stay as they were: the test's data is never the student's
+            raise WrongAnswer(
+                f"{self.name} changed {changed} in place; the lab's functions must leave "
+                "what they are given unchanged"
+            )
         try:
-            result = wire.from_plain(answer.get("value"))
-            after = wire.from_plain(answer.get("args")) if answer.get("args") else None
+            return wire.from_plain(answer.get("value"))
         except wire.NotPlainData as err:
             raise WrongAnswer(f"{self.name} returned {err}") from None
-        if type(after) is list and len(after) == 2 and type(after[0]) is list:
-            _write_back(args, after[0])
-            if type(after[1]) is dict:
-                _write_back(
-                    [kwargs[k] for k in kwargs if k in after[1]],
-                    [after[1][k] for k in kwargs if k in after[1]],
-                )
-        return result
 
 
 def fetch(box: Sandbox, name: str, forbid: list[str], reference: dict | None = None):

@@ -58,6 +58,12 @@ def _array(value: np.ndarray) -> dict:
     }
 
 
+def _range_length(start: int, stop: int, step: int) -> int:
+    """len(range(start, stop, step)), without the OverflowError of len() on huge ranges."""
+    span = stop - start if step > 0 else start - stop
+    return max(0, -(-span // abs(step)))
+
+
 def to_plain(value, depth: int = 0, budget: list | None = None):
     """The JSON-ready form of ``value``; raises :class:`NotPlainData` for anything else."""
     budget = [MAX_ITEMS] if budget is None else budget
@@ -82,6 +88,9 @@ def to_plain(value, depth: int = 0, budget: list | None = None):
         items = [to_plain(v, depth + 1, budget) for v in value]
         return items if kind is list else {"$tuple": items}
     if kind is range:
+        budget[0] -= _range_length(value.start, value.stop, value.step)
+        if budget[0] < 0:  # a test turns it into a list or an array: it counts as its items
+            raise NotPlainData(f"more than {MAX_ITEMS} items")
         return {"$range": [value.start, value.stop, value.step]}
     if kind is dict:
         budget[0] -= len(value)
@@ -140,8 +149,10 @@ def from_plain(data, depth: int = 0):
     if tag == "$tuple" and type(body) is list:
         return tuple(from_plain(v, depth + 1) for v in body)
     if tag == "$range" and type(body) is list and len(body) == 3:
-        if not all(type(v) is int for v in body):
+        if not all(type(v) is int for v in body) or body[2] == 0:
             raise NotPlainData("a malformed range")
+        if _range_length(*body) > MAX_ITEMS:
+            raise NotPlainData(f"a range of more than {MAX_ITEMS} items")
         return range(*body)
     if tag == "$dict" and type(body) is list:
         result = {}
