@@ -83,14 +83,15 @@ class _Path:
         self.points.append(w.copy())
         return False
 
-    def result(self, *, name, warn) -> GDResult:
-        """The outcome, with a warning (unless ``warn=False``) if the run diverged or did not
-        converge; the warning points at the caller of the method ``name``."""
+    def result(self, *, name, warn, why="η is too large") -> GDResult:
+        """The outcome, with a warning (unless ``warn=False``) if the run diverged (``why``
+        says the likely cause) or did not converge; the warning points at the caller of the
+        method ``name``."""
         k = len(self.points) - 1
         if warn and self.diverged:
             warnings.warn(
                 f"{name} diverged at step {k + 1}: ‖w‖ passed {self.max_norm:g} or became "
-                "non-finite; η is too large.",
+                f"non-finite; {why}.",
                 DivergenceWarning,
                 stacklevel=3,
             )
@@ -109,13 +110,25 @@ class _Path:
         )
 
 
-def descend(grad, w0, step, steps=1000, tol=1e-6, max_norm=1e6, warn=True, name="Descent"):
+def descend(
+    grad,
+    w0,
+    step,
+    steps=1000,
+    tol=1e-6,
+    max_norm=1e6,
+    warn=True,
+    name="Descent",
+    *,
+    why="η is too large",
+):
     """The loop shared by the step rules (line search, Nesterov, AdaGrad, RMSProp, Adam):
     w(t+1) = w(t) + step(t, w(t), g(t)), the same loop as :func:`gd` with Δw(t) from ``step``.
 
     grad : w (d,) -> ∇E(w) (d,);  step : (t, w, g) -> Δw (d,), may keep state between calls.
     Stops when ‖∇E(w)‖ <= tol (converged), or when w leaves the ball ‖w‖ <= max_norm or a
     value turns non-finite (diverged, the last finite w is kept), or after ``steps`` steps.
+    The warnings name the method ``name``; ``why`` is the likely cause of a divergence.
     """
     run = _Path(grad, w0, steps=steps, tol=tol, max_norm=max_norm)
     w = run.start
@@ -127,7 +140,7 @@ def descend(grad, w0, step, steps=1000, tol=1e-6, max_norm=1e6, warn=True, name=
             w = w + step(t, w, g)  # w(t+1) = w(t) + Δw(t)
             if run.escaped(w):  # ‖w(t+1)‖ > max_norm, or not finite
                 break
-    return run.result(name=name, warn=warn)
+    return run.result(name=name, warn=warn, why=why)
 
 
 def gd(

@@ -10,13 +10,11 @@ Introduced in the chapter *Logistic regression*.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import _checks
-from ._results import ConvergenceWarning, DivergenceWarning
 from .gradient_descent import descend, gd
 from .perceptron import augment
 
@@ -110,20 +108,16 @@ def irls(X, y, w0=None, steps=100, tol=1e-8, warn=True) -> LogisticResult:
         except np.linalg.LinAlgError:  # every σ is 0 or 1: no Newton step exists
             return np.full_like(w, np.nan)  # (descend stops and reports divergence)
 
-    res = descend(lambda w: -_ll_grad(w, Xa, y), w, newton_step, steps=steps, tol=tol, warn=False)
-    if warn and res.diverged:
-        warnings.warn(
-            f"Newton's method (IRLS) stopped at step {res.steps + 1}: XᵀSX is singular or w "
-            "left ‖w‖ <= 1e6; the classes are probably linearly separable (no maximum).",
-            DivergenceWarning,
-            stacklevel=2,
-        )
-    elif warn and not res.converged:
-        warnings.warn(
-            f"Newton's method (IRLS) did not reach ‖∇LL‖ <= {tol:g} in {steps} steps.",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
+    res = descend(
+        lambda w: -_ll_grad(w, Xa, y),
+        w,
+        newton_step,
+        steps=steps,
+        tol=tol,
+        warn=warn,
+        name="Newton's method (IRLS)",
+        why="XᵀSX is singular, or the classes are linearly separable (no maximum)",
+    )
     return _logistic_result(res, Xa, y)
 
 
