@@ -1,0 +1,115 @@
+"""Checks for the labs: an answer is compared with a reference by kind, shape, then values.
+
+``np.allclose(answer, reference)`` is not a check of an answer: it broadcasts, so an
+empty array of shape (0, k) is "close" to any reference of shape (k,), and a loop
+``for a, b in zip(answer, reference)`` asserts nothing when the answer is empty.
+:func:`assert_same` compares in the order a grader would: is it the right kind of thing
+(a number, a truth value, an array, a tuple of them), does it have the reference's shape
+or length, and only then are its values close. It never broadcasts.
+
+Used by the labs' visible and hidden checks, so that a student's run and the grader's
+give the same verdict.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+__all__ = ["assert_same"]
+
+
+def _kind(value) -> str:
+    return type(value).__name__
+
+
+def _is_bool(value) -> bool:
+    return isinstance(value, bool | np.bool_)
+
+
+def _is_number(value) -> bool:
+    """A real number: int, float or a numpy integer or float, not a truth value."""
+    return isinstance(value, numbers.Real) and not _is_bool(value)
+
+
+def _numeric_array(value, what: str) -> np.ndarray:
+    """``value`` as an array of numbers (bool arrays stay bool); AssertionError otherwise."""
+    if value is None or isinstance(value, str | bytes | dict | set):
+        raise AssertionError(f"{what} must be an array of numbers; got {_kind(value)}")
+    try:
+        array = np.asarray(value)
+    except ValueError as err:  # ragged nested lists
+        raise AssertionError(f"{what} must be a rectangular array of numbers") from err
+    if array.dtype.kind not in "biuf":
+        raise AssertionError(f"{what} must be an array of numbers; got dtype {array.dtype}")
+    return array
+
+
+def assert_same(
+    actual, expected, *, rtol: float = 1e-9, atol: float = 0.0, what: str = "the result"
+):
+    """Assert that ``actual`` is ``expected`` up to rounding, checking kind and shape first.
+
+    expected : the reference. A bool needs a bool; a number (int or float) needs a real
+        number that is not a bool; an array, or a list of numbers, needs an array of the
+        same shape (not one that broadcasts to it); a tuple needs a tuple or list of the
+        same length, compared item by item; a dict needs the same keys.
+    rtol, atol : values agree when ``|actual - expected| <= atol + rtol * |expected|``;
+        NaN agrees with nothing, infinities only with themselves.
+    what : how the message names ``actual`` (e.g. "pt_step(w, x, 1, 0.5)").
+
+    Raises AssertionError with a message that says what differs, and returns None.
+    """
+    if rtol < 0 or atol < 0:
+        raise ValueError(f"`rtol` and `atol` must be >= 0; got {rtol} and {atol}.")
+    if _is_bool(expected):
+        if not _is_bool(actual):
+            raise AssertionError(f"{what} must be True or False; got {_kind(actual)}")
+        if bool(actual) != bool(expected):
+            raise AssertionError(f"{what} is {bool(actual)}; expected {bool(expected)}")
+        return
+    if isinstance(expected, tuple):
+        if not isinstance(actual, tuple | list):
+            raise AssertionError(
+                f"{what} must be a tuple of {len(expected)} items; got {_kind(actual)}"
+            )
+        if len(actual) != len(expected):
+            raise AssertionError(f"{what} must have {len(expected)} items; got {len(actual)}")
+        for k, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            assert_same(a, e, rtol=rtol, atol=atol, what=f"{what}[{k}]")
+        return
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            raise AssertionError(f"{what} must be a dict; got {_kind(actual)}")
+        if set(actual) != set(expected):
+            raise AssertionError(f"{what} must have the keys {sorted(expected, key=repr)}")
+        for key, e in expected.items():
+            assert_same(actual[key], e, rtol=rtol, atol=atol, what=f"{what}[{key!r}]")
+        return
+    if _is_number(expected) or (isinstance(expected, np.ndarray) and expected.ndim == 0):
+        if isinstance(actual, np.ndarray) and actual.ndim == 0 and actual.dtype.kind in "iuf":
+            actual = actual[()]
+        if not _is_number(actual):
+            raise AssertionError(f"{what} must be a number; got {_kind(actual)}")
+        a, e = float(actual), float(expected)
+        if not (a == e or math.isclose(a, e, rel_tol=rtol, abs_tol=atol)):
+            raise AssertionError(f"{what} is {a!r}; expected {e!r}")
+        return
+    reference = _numeric_array(expected, "the reference")
+    array = _numeric_array(actual, what)
+    if array.shape != reference.shape:
+        raise AssertionError(f"{what} must have shape {reference.shape}; got {array.shape}")
+    if (reference.dtype.kind == "b") != (array.dtype.kind == "b"):
+        kind = "truth values" if reference.dtype.kind == "b" else "numbers"
+        raise AssertionError(f"{what} must be an array of {kind}")
+    a, e = array.astype(float), reference.astype(float)
+    with np.errstate(invalid="ignore"):  # inf - inf: equal infinities pass by a == e
+        close = (a == e) | (np.abs(a - e) <= atol + rtol * np.abs(e))
+    if not np.all(close):
+        k = tuple(int(i) for i in np.argwhere(~close)[0])
+        raise AssertionError(
+            f"{what} differs at index {k}: {a[k]!r} where {e[k]!r} is expected "
+            f"({int(np.count_nonzero(~close))} of {close.size} values differ)"
+        )
