@@ -1,7 +1,8 @@
 """The student's side of grading: runs inside the sandbox, with the student's code.
 
 Started by :mod:`labtools.sandbox` as ``python -m labtools.agent``. It reads requests on
-file descriptor 3 and answers on 4, one framed JSON message each (see :func:`send`):
+file descriptor 3 and answers on 4, one JSON message in a frame each (framing and the
+grader's parser of the answers: :mod:`labtools.wire`):
 
 - ``{"op": "run", "source": ...}`` runs a cell in an IPython shell (magics work) and
   answers whether it raised, with its printed output (cut to a size);
@@ -25,41 +26,28 @@ import contextlib
 import importlib
 import io
 import os
-import struct
 import traceback
 import warnings
 
 from labtools import wire
 
 REQUESTS, ANSWERS = 3, 4
-MAX_OUTPUT = 20_000  # characters of printed output kept per cell
+MAX_OUTPUT = 20_000  # characters of printed output sent per cell (the grader cuts again)
 AGENT = os.getpid()
 
 
 def receive() -> dict | None:
-    header = os.read(REQUESTS, 8)
-    if len(header) < 8:
-        return None
-    (size,) = struct.unpack(">Q", header)
-    chunks, left = [], size
-    while left:
-        chunk = os.read(REQUESTS, min(left, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        left -= len(chunk)
+    """The grader's next request (trusted: the grader wrote it), or None once it has gone."""
     import json
 
-    return json.loads(b"".join(chunks))
+    payload = wire.read_frame(REQUESTS, limit=2**40)
+    return None if payload is None else json.loads(payload)
 
 
 def send(message: dict) -> None:
     import json
 
-    payload = json.dumps(message, allow_nan=False).encode()
-    data = struct.pack(">Q", len(payload)) + payload
-    while data:
-        data = data[os.write(ANSWERS, data) :]
+    wire.write_frame(ANSWERS, json.dumps(message, allow_nan=False).encode())
 
 
 def cut(text: str) -> str:
@@ -165,7 +153,7 @@ class Agent:
                 text = "".join(traceback.format_exception_only(type(error), error)).strip()
                 return {"raised": cut(text), "warnings": self._warnings(caught)}
         answer = plain_or_reason(result)
-        answer["args"] = plain_or_reason([list(args), kwargs]).get("value")
+        answer["args"] = plain_or_reason([list(args), kwargs]).get("value")  # after the call
         answer["warnings"] = self._warnings(caught)
         return answer
 

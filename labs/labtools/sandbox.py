@@ -17,7 +17,10 @@ to it through two pipes. What the sandbox gives the student's code:
   size. The lab sources, the submissions, the course folder and every other file are not
   there;
 - limits (:class:`Limits`): address space per process, processes, CPU seconds, file size,
-  open files, output, and wall-clock time per request.
+  open files, output, wall-clock time per request and for the whole notebook.
+
+What comes back is read by :func:`labtools.wire.read_frame` and parsed by
+:func:`labtools.wire.decode_answer` alone, within the limits of the grader's side.
 
 :func:`available` says whether this machine can start it.
 """
@@ -26,10 +29,8 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import threading
@@ -38,6 +39,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from labtools import wire
+
 NOBODY = 65534
 FIRST_UID = 1_000_000
 LABTOOLS = Path(__file__).resolve().parent
@@ -45,8 +48,14 @@ LABTOOLS = Path(__file__).resolve().parent
 
 @dataclass(frozen=True)
 class Limits:
-    """What one notebook may use. Sizes in bytes, times in seconds."""
+    """What one notebook may use. Sizes in bytes, times in seconds, texts in characters.
 
+    The sandbox enforces the first group on the student's processes; the grader enforces
+    the rest on its own side, where the student cannot change them. An instructor sets any
+    of them with ``tasks.py grade ... --limit NAME=VALUE``.
+    """
+
+    # the student's processes, in the sandbox
     cell_seconds: float = 60.0  # wall clock for one cell or one call of a student function
     cpu_seconds: int = 900  # CPU time of each process
     memory: int = 2 * 2**30  # address space of each process
@@ -54,8 +63,32 @@ class Limits:
     processes: int = 32  # processes and threads the student's code may add
     file_size: int = 64 * 2**20  # largest file it may write
     output: int = 16 * 2**20  # bytes written straight to stdout/stderr before it is stopped
-    message: int = 64 * 2**20  # largest answer it may send
     open_files: int = 256
+    # the grader's side
+    notebook_seconds: float = 600.0  # wall clock for the whole notebook, tests included
+    message: int = 16 * 2**20  # bytes of one answer from the sandbox
+    items: int = wire.MAX_ITEMS  # items (list items, dict entries, numbers) in one answer
+    depth: int = wire.MAX_DEPTH  # nesting of one answer
+    keys: int = 1_000  # entries of one dict in an answer
+    decode_seconds: float = 10.0  # to decode one answer
+    cell_output: int = 20_000  # characters of output kept per cell (and per message)
+    notebook_output: int = 200_000  # characters of output kept for the whole notebook
+
+    def __post_init__(self):
+        for name, value in vars(self).items():
+            if type(value) not in (int, float) or not value > 0:
+                raise ValueError(f"the limit `{name}` must be a positive number; got {value!r}")
+
+    def budget(self) -> wire.Budget:
+        """What one answer may cost the grader (:func:`labtools.wire.decode_answer`)."""
+        return wire.Budget(
+            message=self.message,
+            items=self.items,
+            depth=self.depth,
+            keys=self.keys,
+            seconds=self.decode_seconds,
+            text=self.cell_output,
+        )
 
 
 class SandboxError(Exception):
@@ -196,20 +229,6 @@ def _child_setup(limits: Limits, fds: tuple[int, int, int]):
     return setup
 
 
-def _read_exactly(fd: int, size: int, deadline: float) -> bytes:
-    chunks, left = [], size
-    while left:
-        wait = deadline - time.monotonic()
-        if wait <= 0 or not select.select([fd], [], [], wait)[0]:
-            raise TimeoutError
-        chunk = os.read(fd, min(left, 1 << 20))
-        if not chunk:
-            raise EOFError
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
 class Sandbox:
     """One running agent. ``with Sandbox(limits) as box: box.request({...})``."""
 
@@ -220,8 +239,10 @@ class Sandbox:
         self.stopped: str | None = None  # why it stopped, once it has
         self.output = bytearray()  # the start of what it wrote to stdout/stderr
         self.output_total = 0
+        self.deadline = float("inf")  # the notebook's time is up then (set on entering)
 
     def __enter__(self) -> Sandbox:
+        self.deadline = time.monotonic() + self.limits.notebook_seconds
         requests_r, self._requests = os.pipe()
         self._answers, answers_w = os.pipe()
         info_r, info_w = os.pipe()
@@ -245,9 +266,9 @@ class Sandbox:
         self._pidfd = None
         if not self.unsafe:  # bubblewrap says which pid (outside) the agent has
             try:
-                info = _read_exactly(info_r, 1, time.monotonic() + 30)
+                info = wire.read_exactly(info_r, 1, time.monotonic() + 30)
                 while not info.rstrip().endswith(b"}"):
-                    info += _read_exactly(info_r, 1, time.monotonic() + 30)
+                    info += wire.read_exactly(info_r, 1, time.monotonic() + 30)
                 self.agent_pid = json.loads(info)["child-pid"]
                 self._pidfd = os.pidfd_open(self.agent_pid)
             except (TimeoutError, EOFError, ValueError, KeyError, ProcessLookupError):
@@ -302,39 +323,44 @@ class Sandbox:
             os.close(self._pidfd)
             self._pidfd = None
 
-    def request(self, message: dict, seconds: float | None = None) -> dict:
-        """Send one request and return the agent's answer (a dict, checked to belong to it).
+    def request(self, message: dict, seconds: float | None = None) -> wire.Answer:
+        """Send one request and return the agent's answer, parsed by
+        :func:`labtools.wire.decode_answer` and checked to belong to the request.
 
-        A request that runs longer than ``seconds`` (default: the cell limit) is interrupted
-        (KeyboardInterrupt in the student's code); if the agent does not answer soon after,
-        the sandbox is stopped. Raises :class:`SandboxError` once the sandbox has stopped.
+        A request that runs longer than ``seconds`` (default: the cell limit), or past the
+        notebook's time limit, is interrupted (KeyboardInterrupt in the student's code); if
+        the agent does not answer soon after, the sandbox is stopped. Once the notebook's
+        time is up the sandbox is stopped. Raises :class:`SandboxError` once the sandbox has
+        stopped, with the reason, which names the limit that stopped it.
         """
+        limits = self.limits
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            self.stop(
+                "the notebook ran longer than its time limit "
+                f"(notebook_seconds = {limits.notebook_seconds:g} s)"
+            )
         if self.stopped is not None:
             raise SandboxError(self.stopped)
         nonce = uuid.uuid4().hex
         payload = json.dumps(dict(message, id=nonce), allow_nan=False).encode()
         try:
-            data = struct.pack(">Q", len(payload)) + payload
-            while data:
-                data = data[os.write(self._requests, data) :]
+            wire.write_frame(self._requests, payload)
         except OSError:
             self.stop("the notebook's process ended")
             raise SandboxError(self.stopped) from None
-        seconds = self.limits.cell_seconds if seconds is None else seconds
-        deadline = time.monotonic() + seconds
+        seconds = min(limits.cell_seconds if seconds is None else seconds, left)
         interrupted = False
         try:
-            try:
-                header = _read_exactly(self._answers, 8, deadline)
-            except TimeoutError:
+            if not wire.wait_readable(self._answers, time.monotonic() + seconds):
                 os.kill(self.agent_pid, signal.SIGINT)  # KeyboardInterrupt, as Jupyter does
                 interrupted = True
-                header = _read_exactly(self._answers, 8, time.monotonic() + 5)
-            (size,) = struct.unpack(">Q", header)
-            if size > self.limits.message:
-                self.stop(f"it sent an answer larger than {self.limits.message // 2**20} MB")
-                raise SandboxError(self.stopped)
-            answer = json.loads(_read_exactly(self._answers, size, time.monotonic() + 30))
+                if not wire.wait_readable(self._answers, time.monotonic() + 5):
+                    raise TimeoutError
+            raw = wire.read_frame(self._answers, limits.message, time.monotonic() + 30)
+            if raw is None:
+                raise EOFError
+            answer = wire.decode_answer(raw, limits.budget())
         except TimeoutError:
             self.stop(f"a cell or call ran longer than {seconds:g} s and could not be interrupted")
             raise SandboxError(self.stopped) from None
@@ -342,12 +368,20 @@ class Sandbox:
             time.sleep(0.05)  # let the output reader record a flood first
             self.stop("the notebook's process ended")
             raise SandboxError(self.stopped) from None
-        except ValueError:
-            self.stop("it wrote something that is not an answer to the grader's channel")
+        except wire.FrameTooLarge:
+            self.stop(f"it sent an answer larger than the limit (message = {limits.message} bytes)")
             raise SandboxError(self.stopped) from None
-        if type(answer) is not dict or answer.get("id") != nonce:
+        except wire.NotPlainData as err:
+            self.stop(f"it sent an answer the grader refused: {err}")
+            raise SandboxError(self.stopped) from None
+        if answer.id != nonce:
             self.stop("it wrote something that is not an answer to the grader's channel")
             raise SandboxError(self.stopped)
         if interrupted:
-            answer["interrupted"] = f"it ran longer than {seconds:g} s and was interrupted"
+            cause = (
+                f"the notebook's time limit (notebook_seconds = {limits.notebook_seconds:g} s)"
+                if seconds >= left
+                else f"the cell limit (cell_seconds = {seconds:g} s)"
+            )
+            answer.interrupted = f"it ran longer than {seconds:g} s and was interrupted at {cause}"
         return answer

@@ -7,10 +7,15 @@ numeric or boolean dtype. Anything else (a subclass of float with its own ``__eq
 module, a lambda, an object array) is refused with :class:`NotPlainData`, which names what
 was found.
 
-:func:`encode` turns a value into JSON text; :func:`decode` builds fresh objects of the
-built-in and numpy types from that text, so whatever an object did on the student's side,
-only its data arrives. The grader trusts :func:`decode` alone: the student's side may send
-any bytes, and ``decode`` either returns plain data or raises :class:`NotPlainData`.
+It is also the one place that moves bytes between the two sides (:func:`write_frame`,
+:func:`read_frame`: an 8-byte big-endian length, then that many bytes of JSON) and the one
+parser of what the sandbox sends: :func:`decode_answer` turns a frame into an
+:class:`Answer`, or refuses it with :class:`NotPlainData`. The student's side may send any
+bytes (its code runs in the agent's process and can rewrite the agent), so the parser
+enforces :class:`Budget` before and while it builds anything: bytes, items, nesting depth,
+keys per dict and seconds. Whatever arrives, the grader holds at most a bounded amount of
+memory for it, spends a bounded time on it, and gets fresh objects of the built-in and
+numpy types: only data, never the behaviour of the student's objects.
 
 Imported inside the sandbox too, so it needs nothing but the standard library and numpy.
 """
@@ -20,14 +25,33 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
+import select
+import struct
+import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
 #: numpy dtype kinds that may cross: bool, signed and unsigned int, float, complex
 NUMERIC_KINDS = frozenset("biufc")
 MAX_DEPTH = 32
-MAX_ITEMS = 10_000_000  # array elements and list items in one message, all together
+MAX_ITEMS = 2_000_000  # array numbers, list items and dict entries in one message, together
 SCALARS = (type(None), bool, int, float, str)
+HEADER = struct.Struct(">Q")  # a frame: its length, then that many bytes
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one message from the sandbox may cost the grader (checked by
+    :func:`decode_answer`; the defaults are those of :class:`labtools.sandbox.Limits`)."""
+
+    message: int = 16 * 2**20  # bytes of one frame
+    items: int = MAX_ITEMS  # list items, dict entries, array numbers, JSON values
+    depth: int = MAX_DEPTH  # nesting of lists, tuples and dicts
+    keys: int = 1_000  # entries of one dict (their hashes are the student's to choose)
+    seconds: float = 10.0  # to decode one message
+    text: int = 20_000  # characters kept of each text (printed output, messages)
 
 
 class NotPlainData(TypeError):
@@ -110,69 +134,271 @@ def encode(value) -> str:
     return json.dumps(to_plain(value), allow_nan=False)
 
 
-def _from_array(spec) -> np.ndarray:
-    if type(spec) is not dict or set(spec) != {"dtype", "shape", "data"}:
-        raise NotPlainData("a malformed array")
-    dtype = np.dtype(str(spec["dtype"]))
-    if dtype.kind not in NUMERIC_KINDS or dtype.fields is not None or dtype.subdtype is not None:
-        raise NotPlainData(f"an array of dtype {dtype}")
-    shape = spec["shape"]
-    if type(shape) is not list or not all(type(n) is int and n >= 0 for n in shape):
-        raise NotPlainData("an array with a malformed shape")
-    raw = base64.b64decode(str(spec["data"]), validate=True)
-    if len(raw) != math.prod(shape) * dtype.itemsize:
-        raise NotPlainData("an array whose data does not fit its shape")
-    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+class _Decoder:
+    """Builds fresh objects from the JSON-ready form within a :class:`Budget`."""
+
+    def __init__(self, budget: Budget, deadline: float):
+        self.budget, self.deadline, self.items = budget, deadline, budget.items
+        self.checked = budget.items  # the clock is read every 1024 items
+
+    def spend(self, count: int, what: str = "items") -> None:
+        self.items -= count
+        if self.items < 0:
+            raise NotPlainData(f"more than {self.budget.items} {what} in one message")
+        if self.checked - self.items >= 1024 or count > 1:
+            self.checked = self.items
+            if time.monotonic() > self.deadline:
+                raise NotPlainData(f"took longer than {self.budget.seconds:g} s to decode")
+
+    def array(self, spec) -> np.ndarray:
+        if type(spec) is not dict or set(spec) != {"dtype", "shape", "data"}:
+            raise NotPlainData("a malformed array")
+        if type(spec["dtype"]) is not str or len(spec["dtype"]) > 8:
+            raise NotPlainData("an array with a malformed dtype")
+        try:
+            dtype = np.dtype(spec["dtype"])
+        except TypeError as err:
+            raise NotPlainData("an array with a malformed dtype") from err
+        if dtype.kind not in NUMERIC_KINDS or dtype.fields is not None or dtype.subdtype:
+            raise NotPlainData(f"an array of dtype {dtype}")
+        shape = spec["shape"]
+        if type(shape) is not list or len(shape) > 32:
+            raise NotPlainData("an array with a malformed shape")
+        if not all(type(n) is int and 0 <= n <= self.budget.items for n in shape):
+            raise NotPlainData("an array with a malformed shape")
+        size = math.prod(shape)
+        self.spend(size, "numbers")
+        if type(spec["data"]) is not str:
+            raise NotPlainData("a malformed array")
+        try:
+            raw = base64.b64decode(spec["data"], validate=True)
+        except ValueError as err:
+            raise NotPlainData("an array whose data is not base64") from err
+        if len(raw) != size * dtype.itemsize:
+            raise NotPlainData("an array whose data does not fit its shape")
+        return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+
+    def value(self, data, depth: int = 0):
+        if depth > self.budget.depth:
+            raise NotPlainData(f"nested deeper than {self.budget.depth} levels")
+        self.spend(1)
+        kind = type(data)
+        if kind in SCALARS:
+            return data
+        if kind is list:
+            return [self.value(v, depth + 1) for v in data]
+        if kind is not dict or len(data) != 1:
+            raise NotPlainData("a malformed message")
+        ((tag, body),) = data.items()
+        if tag == "$float" and body in ("nan", "inf", "-inf"):
+            return float(body)
+        if tag == "$ndarray":
+            return self.array(body)
+        if tag == "$npscalar":
+            array = self.array(body)
+            if array.shape != ():
+                raise NotPlainData("a numpy scalar with a shape")
+            return array[()]
+        if tag == "$tuple" and type(body) is list:
+            return tuple(self.value(v, depth + 1) for v in body)
+        if tag == "$range" and type(body) is list and len(body) == 3:
+            if not all(type(v) is int for v in body) or body[2] == 0:
+                raise NotPlainData("a malformed range")
+            length = _range_length(*body)
+            if length > self.budget.items:
+                raise NotPlainData(f"a range of more than {self.budget.items} items")
+            # a test may turn it into a list: it counts as its items (one is counted already)
+            self.spend(max(length - 1, 0))
+            return range(*body)
+        if tag == "$dict" and type(body) is list:
+            if len(body) > self.budget.keys:
+                raise NotPlainData(f"a dict of more than {self.budget.keys} keys")
+            result = {}
+            for pair in body:
+                if type(pair) is not list or len(pair) != 2:
+                    raise NotPlainData("a malformed dict")
+                key = self.value(pair[0], depth + 1)
+                try:
+                    hash(key)
+                except TypeError as err:
+                    raise NotPlainData("a dict with an unhashable key") from err
+                result[key] = self.value(pair[1], depth + 1)
+            return result
+        raise NotPlainData(f"a value tagged {str(tag)[:40]!r}")
+
+
+def _small_object(pairs: list) -> dict:
+    """json's hook for every JSON object: the protocol's objects have a few keys each, so a
+    large one is refused before a dict (whose key hashes the sender chose) is built."""
+    if len(pairs) > 16:
+        raise NotPlainData("a message object with more than 16 keys")
+    return dict(pairs)
+
+
+def _parse(raw: bytes | str, budget: Budget):
+    """JSON text into Python's JSON types, refusing what would cost too much to build."""
+    if len(raw) > budget.message:
+        raise NotPlainData(f"a message of more than {budget.message} bytes")
+    data = raw.encode() if isinstance(raw, str) else raw
+    # every JSON value but the first follows a comma or opens a container: this bounds the
+    # objects json.loads may build (strings with commas count too: an upper bound)
+    if data.count(b",") + data.count(b"[") + data.count(b"{") > budget.items:
+        raise NotPlainData(f"more than {budget.items} items in one message")
+    try:
+        return json.loads(data, object_pairs_hook=_small_object)
+    except (ValueError, RecursionError) as err:  # not JSON or UTF-8, too deep, an int too long
+        raise NotPlainData(f"not readable as data ({type(err).__name__})") from err
+
+
+def decode(text: str | bytes, budget: Budget | None = None):
+    """The plain data in JSON ``text`` (see :func:`encode`); :class:`NotPlainData` if it is
+    anything else or costs more than ``budget``."""
+    budget = budget or Budget()
+    deadline = time.monotonic() + budget.seconds
+    return _Decoder(budget, deadline).value(_parse(text, budget))
 
 
 def from_plain(data, depth: int = 0):
-    """Fresh built-in and numpy objects from the JSON-ready form; strict about its shape."""
-    if depth > MAX_DEPTH + 1:
-        raise NotPlainData(f"nested deeper than {MAX_DEPTH} levels")
-    kind = type(data)
-    if kind in SCALARS:
-        return data
-    if kind is list:
-        return [from_plain(v, depth + 1) for v in data]
-    if kind is not dict or len(data) != 1:
-        raise NotPlainData("a malformed message")
-    ((tag, body),) = data.items()
-    if tag == "$float" and body in ("nan", "inf", "-inf"):
-        return float(body)
-    if tag == "$ndarray":
-        return _from_array(body)
-    if tag == "$npscalar":
-        array = _from_array(body)
-        if array.shape != ():
-            raise NotPlainData("a numpy scalar with a shape")
-        return array[()]
-    if tag == "$tuple" and type(body) is list:
-        return tuple(from_plain(v, depth + 1) for v in body)
-    if tag == "$range" and type(body) is list and len(body) == 3:
-        if not all(type(v) is int for v in body) or body[2] == 0:
-            raise NotPlainData("a malformed range")
-        if _range_length(*body) > MAX_ITEMS:
-            raise NotPlainData(f"a range of more than {MAX_ITEMS} items")
-        return range(*body)
-    if tag == "$dict" and type(body) is list:
-        result = {}
-        for pair in body:
-            if type(pair) is not list or len(pair) != 2:
-                raise NotPlainData("a malformed dict")
-            key = from_plain(pair[0], depth + 1)
-            try:
-                hash(key)
-            except TypeError as err:
-                raise NotPlainData("a dict with an unhashable key") from err
-            result[key] = from_plain(pair[1], depth + 1)
-        return result
-    raise NotPlainData(f"a value tagged {tag!r}")
+    """Fresh built-in and numpy objects from the JSON-ready form; strict about its shape
+    (used inside the sandbox for the grader's arguments)."""
+    return _Decoder(Budget(), time.monotonic() + Budget().seconds).value(data, depth)
 
 
-def decode(text: str | bytes):
-    """The plain data in JSON ``text``; :class:`NotPlainData` if it is anything else."""
+# --- frames --------------------------------------------------------------------------------
+
+
+def write_frame(fd: int, payload: bytes) -> None:
+    """Send ``payload`` as one frame on file descriptor ``fd``."""
+    data = HEADER.pack(len(payload)) + payload
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+def read_exactly(fd: int, size: int, deadline: float | None = None) -> bytes:
+    """``size`` bytes from ``fd``; TimeoutError after ``deadline`` (time.monotonic), EOFError
+    if the other side closes first. Without a deadline it waits as long as it takes."""
+    chunks, left = [], size
+    while left:
+        if deadline is not None:
+            wait = deadline - time.monotonic()
+            if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+                raise TimeoutError
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+class FrameTooLarge(Exception):
+    """A frame announced more bytes than the reader accepts."""
+
+
+def wait_readable(fd: int, deadline: float) -> bool:
+    """Whether ``fd`` has something to read (or is closed) before ``deadline``."""
+    wait = max(0.0, deadline - time.monotonic())
+    return bool(select.select([fd], [], [], wait)[0])
+
+
+def read_frame(fd: int, limit: int, deadline: float | None = None) -> bytes | None:
+    """One frame's payload from ``fd``, or None if the other side closed before a frame.
+
+    ``limit``: the largest payload accepted (FrameTooLarge beyond, before it is read);
+    ``deadline``: for the whole frame (TimeoutError), none to wait as long as it takes.
+    """
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as err:  # not JSON, too deep, an int too long
-        raise NotPlainData(f"not readable as data ({type(err).__name__})") from err
-    return from_plain(data)
+        header = read_exactly(fd, HEADER.size, deadline)
+    except EOFError:
+        return None
+    (size,) = HEADER.unpack(header)
+    if size > limit:
+        raise FrameTooLarge(f"a frame of {size} bytes (at most {limit})")
+    return read_exactly(fd, size, deadline)
+
+
+# --- the agent's answers ----------------------------------------------------------------------
+
+
+@dataclass
+class Answer:
+    """What the agent answered to one request, as the grader may use it.
+
+    ``value`` and ``args`` are decoded plain data (``has_value`` says whether there was a
+    value at all); ``args_plain`` is the arguments' JSON-ready form, to compare with what
+    was sent. Texts are cut to the budget's ``text`` characters.
+    """
+
+    id: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    error: str | None = None  # a run: the exception, if the cell raised
+    has_value: bool = False
+    value: object = None
+    refused: str | None = None  # a value that is not plain data, and why
+    missing: bool = False  # the name is not defined
+    function: bool = False  # the name is a function
+    raised: str | None = None  # a call: the exception the function raised
+    args_plain: object = None
+    warnings: list = field(default_factory=list)  # [(category, message)], at most 20
+    interrupted: str | None = None  # set by the sandbox when it interrupted the request
+
+
+_TEXTS = ("stdout", "stderr", "error", "refused", "raised")
+
+
+def _text(value, budget: Budget, name: str) -> str:
+    if type(value) is not str:
+        raise NotPlainData(f"an answer whose {name} is not text")
+    if len(value) <= budget.text:
+        return value
+    return value[: budget.text] + "\n[... cut by the grader]"
+
+
+def decode_answer(raw: bytes, budget: Budget) -> Answer:
+    """The agent's answer in ``raw`` (one frame's payload): the only way from the sandbox's
+    bytes to the grader's objects. Raises :class:`NotPlainData` for anything malformed or
+    over ``budget``."""
+    deadline = time.monotonic() + budget.seconds
+    data = _parse(raw, budget)
+    if type(data) is not dict:
+        raise NotPlainData("an answer that is not an object")
+    known = {"id", "value", "args", "missing", "function", "warnings", *_TEXTS}
+    if not set(data) <= known:
+        raise NotPlainData(f"an answer with unknown fields {sorted(set(data) - known)[:5]}")
+    answer = Answer()
+    if "id" in data:
+        if type(data["id"]) is not str:
+            raise NotPlainData("an answer whose id is not text")
+        answer.id = data["id"]
+    for name in _TEXTS:
+        if name in data and not (name == "error" and data[name] is None):
+            setattr(answer, name, _text(data[name], budget, name))
+    for name in ("missing", "function"):
+        if name in data:
+            if type(data[name]) is not bool:
+                raise NotPlainData(f"an answer whose {name} is not True or False")
+            setattr(answer, name, data[name])
+    # a value that is not plain data, or over the budget, is that value's wrong answer
+    # (as when the agent refuses it); everything else above refuses the whole message
+    decoder = _Decoder(budget, deadline)
+    if "value" in data:
+        try:
+            answer.value, answer.has_value = decoder.value(data["value"]), True
+        except NotPlainData as err:
+            answer.refused = str(err)
+    if "args" in data and data["args"] is not None:
+        try:
+            decoder.value(data["args"])  # well-formed and within the budget; compared as sent
+            answer.args_plain = data["args"]
+        except NotPlainData:
+            answer.args_plain = None  # counted as changed arguments
+    warnings = data.get("warnings") or []
+    if type(warnings) is not list or len(warnings) > 20:
+        raise NotPlainData("an answer with malformed warnings")
+    for pair in warnings:
+        if type(pair) is not list or len(pair) != 2:
+            raise NotPlainData("an answer with malformed warnings")
+        category = _text(pair[0], budget, "warning")[:80]
+        answer.warnings.append((category, _text(pair[1], budget, "warning")))
+    return answer
