@@ -251,6 +251,14 @@ def command_line() -> argparse.ArgumentParser:
     grade.add_argument("--jobs", type=int, help="notebooks graded at once (default: cores)")
     grade.add_argument("--regrade", action="store_true", help="grade graded notebooks again")
     grade.add_argument("--unsafe", action="store_true", help="grade without the sandbox")
+    grade.add_argument("--cell-timeout", type=float, help="seconds per cell (default 60)")
+    grade.add_argument("--memory-gb", type=float, help="memory per process (default 2)")
+    grade.add_argument(
+        "--limit",
+        action="append",
+        metavar="NAME=VALUE",
+        help="set one grading limit, e.g. notebook_seconds=900 (repeatable; see the guide)",
+    )
     for name, text in (
         ("formgrader", "grade answers by hand in nbgrader's formgrader"),
         ("export", "write grades.csv and grades-wide.csv"),
@@ -299,6 +307,10 @@ def main() -> None:
             extra += ["--jobs", str(args.jobs)] if args.jobs else []
             extra += ["--regrade"] if args.regrade else []
             extra += ["--unsafe"] if args.unsafe else []
+            extra += ["--cell-timeout", str(args.cell_timeout)] if args.cell_timeout else []
+            extra += ["--memory-gb", str(args.memory_gb)] if args.memory_gb else []
+            for limit in args.limit or []:
+                extra += ["--limit", limit]
             labtools("grade", args.submissions, *extra)
         elif job in ("formgrader", "export", "feedback"):
             labtools(job, "--course", args.course)

@@ -242,7 +242,8 @@ def test_a_range_counts_as_its_items():
     # a range crosses as three numbers, but a test may turn it into a list or an array:
     # its length counts against the same budget as the items of lists and arrays
     assert wire.decode(wire.encode(range(-5, wire.MAX_ITEMS - 5))) == range(-5, wire.MAX_ITEMS - 5)
-    for value in (range(wire.MAX_ITEMS + 1), range(10**30), [range(6_000_000)] * 2):
+    big = range(wire.MAX_ITEMS * 6 // 10)
+    for value in (range(wire.MAX_ITEMS + 1), range(10**30), [big] * 2):
         with pytest.raises(wire.NotPlainData, match="more than"):
             wire.encode(value)
 
@@ -348,8 +349,8 @@ except OSError:
     report["wrote"] = False
 """
     with sandbox.Sandbox(LIMITS) as box:
-        assert box.request({"op": "run", "source": probe})["error"] is None
-        report = wire.from_plain(box.request({"op": "get", "name": "report"})["value"])
+        assert box.request({"op": "run", "source": probe}).error is None
+        report = box.request({"op": "get", "name": "report"}).value
     assert report["uid"] == (sandbox.NOBODY if not privileged else sandbox.sandbox_uid())
     assert report["uid"] != os.getuid()
     assert report["pids"] == [1]  # it sees itself only
@@ -462,6 +463,47 @@ predicted_updates = range(2 * 10**8)  # three numbers on the wire, 200 million i
 predicted_w = np.array([-3.0, 2.0, 1.0])
 """
 NOT_DONE = "def pt_step(w, x, c, eta):\n    raise NotImplementedError()\n"
+# The agent runs the student's code in its own process, so a student can find the agent's
+# module globals (gc sees them) and make it send any bytes with the right id.
+AGENT = """import gc
+_agent = next(
+    o for o in gc.get_objects() if type(o) is dict and "Agent" in o and "receive" in o
+)
+"""
+RAW_ANSWER = (
+    AGENT
+    + """import labtools.wire as _wire
+def _send(message):
+    _wire.write_frame(4, b'{{"id": "' + message["id"].encode() + b'", "value": ' + {body} + b'}}')
+_agent["send"] = _send
+eta_choice = 1.0
+"""
+)
+# every key hashes to 0: building the dict takes time quadratic in the number of keys
+COLLIDER = RAW_ANSWER.format(
+    body='b\'{"$dict": [\' + b", ".join(b"[%d, 0]" % (k * (2**61 - 1)) for k in range(200_000))'
+    " + b']}'"
+)
+DEEP = RAW_ANSWER.format(body='b"[" * 200_000 + b"]" * 200_000')
+BOMB = RAW_ANSWER.format(body='b"[" + b"[], " * 4_000_000 + b"[]]"')  # 16 MB of empty lists
+NOT_UTF8 = RAW_ANSWER.format(body="b'\"\\xff\\xfe\"'")
+HUGE_FRAME = (
+    AGENT
+    + """import struct, os
+_agent["send"] = lambda message: os.write(4, struct.pack(">Q", 2**40))  # a terabyte announced
+eta_choice = 1.0
+"""
+)
+# the agent's cut of printed output is the student's to remove: the grader cuts again
+CHATTER = (
+    AGENT
+    + """_agent["MAX_OUTPUT"] = 10**12
+eta_choice = 1.0
+print("x" * 3_000_000)
+"""
+)
+CHATTER_CELL = 'print("y" * 1_000_000)\n'
+SLEEPER_CELL = "import time\ntime.sleep(1000)\n"
 CODECOPY = """import types as _types
 _pt = _types.FunctionType(P.pt.__code__, P.pt.__globals__, "pt", P.pt.__defaults__)
 def train(X, c, eta, max_epochs=100):
@@ -580,6 +622,19 @@ def plant(submitted: Path, others: Path, course: Path, port: int) -> dict:
     case("mutator", solved({"ex1-code": MUTATOR}), 6)
     # a value whose size the wire did not count
     case("ranger", solved({"ex2-code": RANGER}), 7)
+    # answers that would cost the grader's own process time or memory (round 3)
+    case("collider", solved({"ex5-code": COLLIDER}), 8)
+    case("deep", solved({"ex5-code": DEEP}), 8)
+    case("bomb", solved({"ex5-code": BOMB}), 8)
+    case("notutf8", solved({"ex5-code": NOT_UTF8}), 8)
+    case("hugeframe", solved({"ex5-code": HUGE_FRAME}), 8)
+    chatter = solved({"ex5-code": CHATTER})
+    chatter["cells"] += [
+        {"cell_type": "code", "metadata": {}, "source": CHATTER_CELL, "outputs": [],
+         "execution_count": None}
+        for _ in range(60)
+    ]  # fmt: skip
+    case("chatter", chatter, 9)
     # a written answer that would run in the instructor's browser (graded by hand)
     case("xss", solved({"ex4-answer": XSS}), 9)
     # harm to the grader or to others
@@ -750,6 +805,14 @@ def test_statuses_tell_the_instructor_what_happened(graded):
     assert "train changed its argument 1 in place" in message("rewriter", "ex3-visible")
     assert "pt_step changed its argument 1 in place" in message("mutator", "ex1-visible")
     assert "range of more than" in message("ranger", "ex2-tests")
+    # round 3: what would cost the grader time or memory is refused, and the status says so
+    refused = "the notebook's process was stopped: it sent an answer the grader refused"
+    assert "a dict of more than 1000 keys, not plain data" in message("collider", "ex5-tests")
+    assert f"{refused}: not readable as data (RecursionError)" in status["deep"]
+    assert f"{refused}: more than {sandbox.Limits().items} items" in status["bomb"]
+    assert f"{refused}: not readable as data (UnicodeDecodeError)" in status["notutf8"]
+    assert "larger than the limit (message = 16777216 bytes)" in status["hugeframe"]
+    assert "output cut, at least" in status["chatter"]
     xss = json.loads((graded["course"] / "autograded" / "xss" / LAB / f"{LAB}.ipynb").read_text())
     (answer,) = [
         c for c in xss["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "ex4-answer"
@@ -760,6 +823,28 @@ def test_statuses_tell_the_instructor_what_happened(graded):
     assert "asks you to write it yourself" in package["tests"]["ex3-visible"]["message"]
     loops = json.loads((graded["course"] / "results" / "loops" / f"{LAB}.json").read_text())
     assert "interrupted" in loops["tests"]["ex1-visible"]["message"]
+
+
+def test_no_file_in_the_course_folder_grows_with_what_a_submission_prints(graded):
+    """The chatter printed about 63 MB, past the agent's own cut (which it removed): what
+    the course folder keeps of it is cut on the grader's side to the documented caps."""
+    course, limits = graded["course"], LIMITS
+    where = f"chatter/{LAB}/{LAB}.ipynb"
+    autograded = json.loads((course / "autograded" / where).read_text())
+    kept = sum(
+        len("".join(o.get("text", "")))
+        for cell in autograded["cells"]
+        for o in cell.get("outputs", [])
+    )
+    assert 0 < kept <= limits.notebook_output + 100  # and one note that says it was cut
+    submitted = (course / "submitted" / where).stat().st_size
+    source = (LABS / "source" / LAB / f"{LAB}.ipynb").stat().st_size
+    cap = submitted + source + 2 * limits.notebook_output  # outputs, escaped in JSON
+    for path in course.rglob("*"):
+        if path.is_file() and path.suffix in (".ipynb", ".json", ".log"):
+            assert path.stat().st_size <= cap, path
+    feedback = course / "feedback" / "chatter" / LAB / f"{LAB}.html"
+    assert feedback.stat().st_size <= cap + 2**20  # nbconvert's page and styles
 
 
 def test_nothing_outside_the_course_folder_changed_and_nothing_is_left_running(graded):
@@ -833,6 +918,39 @@ def test_a_second_run_grades_only_what_is_new_and_regrade_keeps_manual_scores(gr
     rows = {r["student"]: r for r in rows_of(course) if r["lab"] == LAB}
     assert rows["wrong"]["automatic"] == "9.0"
     assert rows["correct"]["total"] == "11.0"
+
+
+@pytest.mark.slow
+def test_a_thousand_sleeping_cells_cost_the_notebook_limit_and_no_more(tmp_path):
+    """Each cell has its own limit; the notebook has one for all of them together. A
+    notebook that sleeps in a thousand added cells (about 17 hours at 60 s each) is stopped
+    at its limit, graded up to there, and the rest of the class is graded beside it."""
+    need_sandbox()
+    limits = sandbox.Limits(cell_seconds=4.0, notebook_seconds=20.0)
+    sleeper = solved()
+    sleeper["cells"] += [
+        {"cell_type": "code", "metadata": {}, "source": SLEEPER_CELL, "outputs": [],
+         "execution_count": None}
+        for _ in range(1000)
+    ]  # fmt: skip
+    submissions, course = tmp_path / "in", tmp_path / "course"
+    for student, nb in (("sleeper", sleeper), ("ada", solved()), ("bo", solved())):
+        path = submissions / student / LAB / f"{LAB}.ipynb"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(nb))
+    grade.open_course(course)  # made beforehand, as after a first run
+    start = time.monotonic()
+    grade.grade(submissions, course, jobs=2, limits=limits, progress=False)
+    elapsed = time.monotonic() - start
+    rows = {r["student"]: r for r in rows_of(course) if r["lab"] == LAB}
+    assert {s: float(r["automatic"]) for s, r in rows.items()} == {"sleeper": 9, "ada": 9, "bo": 9}
+    status = rows["sleeper"]["status"]
+    assert (
+        "stopped: the notebook ran longer than its time limit (notebook_seconds = 20 s)" in status
+    )
+    assert "interrupted at the time limit (cell_seconds = 4 s)" in status
+    # the other worker graded ada and bo meanwhile; starting workers and feedback cost a few s
+    assert elapsed < limits.notebook_seconds + 25, elapsed
 
 
 @pytest.mark.slow

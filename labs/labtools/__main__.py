@@ -10,11 +10,38 @@ from pathlib import Path
 from labtools.layout import UsageError
 
 
-def _grade(args) -> None:
-    from labtools import grade
+def limits_from(args):
+    """The grading limits of the command line: the defaults of
+    :class:`labtools.sandbox.Limits`, then --cell-timeout and --memory-gb, then each
+    ``--limit NAME=VALUE``."""
+    import dataclasses
+
     from labtools.sandbox import Limits
 
-    limits = Limits(cell_seconds=args.cell_timeout, memory=int(args.memory_gb * 2**30))
+    fields = {f.name: f for f in dataclasses.fields(Limits)}
+    chosen = {"cell_seconds": args.cell_timeout, "memory": int(args.memory_gb * 2**30)}
+    for item in args.limit or []:
+        name, sep, text = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or name not in fields:
+            raise UsageError(
+                f"--limit takes NAME=VALUE with NAME one of {', '.join(fields)}; got {item!r}"
+            )
+        kind = type(fields[name].default)
+        try:
+            chosen[name] = kind(float(text)) if kind is int else kind(text)
+        except ValueError:
+            raise UsageError(f"--limit {name}: {text!r} is not a number") from None
+    try:
+        return Limits(**chosen)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
+def _grade(args) -> None:
+    from labtools import grade
+
+    limits = limits_from(args)
     summary = grade.grade(
         args.submissions,
         args.course,
@@ -82,6 +109,13 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--unsafe", action="store_true", help="grade without the sandbox")
     grade.add_argument("--cell-timeout", type=float, default=60.0, help="seconds per cell")
     grade.add_argument("--memory-gb", type=float, default=2.0, help="per process")
+    grade.add_argument(
+        "--limit",
+        action="append",
+        metavar="NAME=VALUE",
+        help="set one grading limit, e.g. notebook_seconds=900 (repeatable; the names and "
+        "defaults: labtools.sandbox.Limits and the instructor guide)",
+    )
     grade.set_defaults(run=_grade)
 
     for name, run, text in (

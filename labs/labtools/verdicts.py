@@ -90,31 +90,30 @@ class StudentFunction:
             answer = self.box.request(request)
         except SandboxError as err:
             raise StudentCodeError(f"{self.name} could not be called: {err}") from None
-        for category, message in answer.get("warnings") or []:
-            kind = getattr(builtins, str(category), None)
+        for category, message in answer.warnings:
+            kind = getattr(builtins, category, None)
             is_warning = isinstance(kind, type) and issubclass(kind, Warning)
-            warnings.warn(str(message), kind if is_warning else UserWarning, stacklevel=2)
-        if "interrupted" in answer:
-            raise StudentCodeError(f"{self.name}: {answer['interrupted']}")
-        if answer.get("missing"):
+            warnings.warn(message, kind if is_warning else UserWarning, stacklevel=2)
+        if answer.interrupted:
+            raise StudentCodeError(f"{self.name}: {answer.interrupted}")
+        if answer.missing:
             raise StudentCodeError(f"{self.name} is no longer defined")
-        if "raised" in answer:
-            raise StudentCodeError(f"{self.name} raised {answer['raised']}")
-        if "refused" in answer:
+        if answer.raised is not None:
+            raise StudentCodeError(f"{self.name} raised {answer.raised}")
+        if answer.refused is not None:
             raise WrongAnswer(
-                f"{self.name} returned {answer['refused']}, not plain data ({PLAIN}): "
+                f"{self.name} returned {answer.refused}, not plain data ({PLAIN}): "
                 "counted as a wrong answer"
             )
-        changed = _changed_argument(sent, answer.get("args"))
+        changed = _changed_argument(sent, answer.args_plain)
         if changed:  # our arguments stay as they were: the test's data is never the student's
             raise WrongAnswer(
                 f"{self.name} changed {changed} in place; the lab's functions must leave "
                 "what they are given unchanged"
             )
-        try:
-            return wire.from_plain(answer.get("value"))
-        except wire.NotPlainData as err:
-            raise WrongAnswer(f"{self.name} returned {err}") from None
+        if not answer.has_value:
+            raise WrongAnswer(f"{self.name} sent no value")
+        return answer.value
 
 
 def fetch(box: Sandbox, name: str, forbid: list[str], reference: dict | None = None):
@@ -123,20 +122,19 @@ def fetch(box: Sandbox, name: str, forbid: list[str], reference: dict | None = N
         answer = box.request({"op": "get", "name": name})
     except SandboxError as err:
         return Unavailable(name, f"could not be read: the notebook's process stopped ({err})")
-    if answer.get("missing"):
+    if answer.missing:
         return Unavailable(
             name, "is not defined: did the cell that defines it run without an error?"
         )
-    if answer.get("function"):
+    if answer.function:
         return StudentFunction(box, name, forbid, reference or {})
-    if "refused" in answer:
+    if answer.refused is not None:
         return Unavailable(
-            name, f"is {answer['refused']}, not plain data ({PLAIN}): counted as a wrong answer"
+            name, f"is {answer.refused}, not plain data ({PLAIN}): counted as a wrong answer"
         )
-    try:
-        return wire.from_plain(answer.get("value"))
-    except wire.NotPlainData as err:
-        return Unavailable(name, f"is {err}: counted as a wrong answer")
+    if not answer.has_value:
+        return Unavailable(name, "was sent without a value: counted as a wrong answer")
+    return answer.value
 
 
 @contextlib.contextmanager
@@ -158,22 +156,49 @@ def time_limit(seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
-def _stream(name: str, content: str) -> dict:
-    return {"output_type": "stream", "name": name, "text": content}
+class OutputBudget:
+    """Cuts what a notebook's outputs may hold, on the grader's side: each text to
+    ``per_cell`` characters, all of them together to ``total``; past that, a note says what
+    was dropped. The autograded notebook, the feedback and the logs are built from these
+    outputs, so no file grows with what a submission prints."""
 
+    def __init__(self, per_cell: int, total: int):
+        self.per_cell, self.left = per_cell, total
+        self.total, self.dropped = total, 0
 
-def _error(err: BaseException, cell_name: str) -> dict:
-    frames = [
-        line
-        for line in traceback.format_exception(type(err), err, err.__traceback__)
-        if "labtools" not in line  # the grader's own frames say nothing to the student
-    ]
-    return {
-        "output_type": "error",
-        "ename": type(err).__name__,
-        "evalue": str(err),
-        "traceback": [f"in {cell_name}:", *frames],
-    }
+    def take(self, text: str) -> str:
+        """``text`` as kept: cut to what is left; "" once the notebook's budget is spent."""
+        text = str(text)
+        if self.left <= 0:
+            self.dropped += len(text)
+            return ""
+        if len(text) > self.per_cell:
+            self.dropped += len(text) - self.per_cell
+            text = text[: self.per_cell] + "\n[... output cut: cell_output limit]"
+        if len(text) > self.left:
+            self.dropped += len(text) - self.left
+            text = text[: self.left] + "\n[... output cut: notebook_output limit]"
+        self.left -= len(text)  # below 0 by the note's length at most, once
+        return text
+
+    def stream(self, outputs: list, name: str, content: str) -> None:
+        """Append a stream output with what is kept of ``content`` (nothing if nothing is)."""
+        text = self.take(content)
+        if text:
+            outputs.append({"output_type": "stream", "name": name, "text": text})
+
+    def error(self, err: BaseException, cell_name: str) -> dict:
+        frames = [
+            self.take(line)
+            for line in traceback.format_exception(type(err), err, err.__traceback__)[-20:]
+            if "labtools" not in line  # the grader's own frames say nothing to the student
+        ]
+        return {
+            "output_type": "error",
+            "ename": type(err).__name__,
+            "evalue": self.take(str(err)[:2000]),
+            "traceback": [f"in {cell_name}:", *frames],
+        }
 
 
 def evaluate(
@@ -198,56 +223,79 @@ def evaluate(
     instructor = notebook.solutions(source_nb)
     ours: dict = {"__name__": "__main__"}
     graded = []
+    budget = OutputBudget(limits.cell_output, limits.notebook_output)
+    interrupted = []
     with Sandbox(limits, unsafe=unsafe, mpl_cache=mpl_cache) as box, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for cell in cells:
             entry = {"role": cell.role, "grade_id": cell.grade_id, "source": cell.source}
             entry["metadata"] = cell.metadata
             entry["outputs"] = []
+            label = f"cell {cell.grade_id or '(no id)'}"
             if cell.role in ("locked", "test"):
-                label = f"cell {cell.grade_id or '(no id)'}"
                 needed = sorted(notebook.used_names(cell.source) & names.keys())
                 reference = {n: instructor[n] for n in cell.reference if n in instructor}
                 for name in needed:
                     ours[name] = fetch(box, name, names[name], reference)
                 missing = [ours[n] for n in needed if isinstance(ours[n], Unavailable)]
+                left = box.deadline - time.monotonic()
                 out = io.StringIO()
                 try:
+                    if left <= 0:
+                        raise TimeoutError(
+                            "not run: the notebook's time limit was reached "
+                            f"(notebook_seconds = {limits.notebook_seconds:g} s)"
+                        )
                     if cell.role == "test" and missing:
                         missing[0]._fail()
                     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-                        with time_limit(max(limits.cell_seconds * 4, 60)):
+                        with time_limit(min(max(limits.cell_seconds * 4, 60), left)):
                             exec(compile(cell.source, f"<{label}>", "exec"), ours)
                     failure = None
                 except Exception as err:  # noqa: BLE001 - any failure of a test is a verdict
                     failure = err
                 if out.getvalue():
-                    entry["outputs"].append(_stream("stdout", out.getvalue()[:20_000]))
+                    budget.stream(entry["outputs"], "stdout", out.getvalue())
                 if failure is not None:
-                    entry["outputs"].append(_error(failure, label))
+                    entry["outputs"].append(budget.error(failure, label))
                 if cell.role == "test":
                     entry["passed"] = failure is None
                     entry["points"] = cell.points
                     entry["score"] = cell.points if failure is None else 0.0
                     entry["message"] = (
-                        None if failure is None else f"{type(failure).__name__}: {failure}"
+                        None
+                        if failure is None
+                        else f"{type(failure).__name__}: {str(failure)[:1000]}"
                     )
             if cell.sandbox and box.stopped is None:
                 try:
                     answer = box.request({"op": "run", "source": cell.sandbox})
                 except SandboxError:
                     answer = None
+                if answer is not None and answer.interrupted:
+                    interrupted.append(cell.grade_id or "added by the student")
                 if answer is not None and cell.role in ("answer", "extra"):
                     for stream in ("stdout", "stderr"):
-                        if answer.get(stream):
-                            entry["outputs"].append(_stream(stream, str(answer[stream])))
-                    if answer.get("interrupted"):
-                        entry["outputs"].append(_stream("stderr", str(answer["interrupted"])))
+                        if getattr(answer, stream):
+                            budget.stream(entry["outputs"], stream, getattr(answer, stream))
+                    if answer.interrupted:
+                        budget.stream(entry["outputs"], "stderr", answer.interrupted)
             if cell.role == "written":
                 entry["points"] = cell.points
             graded.append(entry)
         stopped = box.stopped if box.stopped != "done" else None
         output = bytes(box.output[:4000]).decode(errors="replace")
+    if interrupted:
+        shown = ", ".join(interrupted[:5]) + (", ..." if len(interrupted) > 5 else "")
+        notes.append(
+            f"{len(interrupted)} cell(s) interrupted at the time limit "
+            f"(cell_seconds = {limits.cell_seconds:g} s): {shown}"
+        )
+    if budget.dropped:
+        notes.append(
+            f"output cut, at least {budget.dropped} characters (cell_output = "
+            f"{limits.cell_output}, notebook_output = {limits.notebook_output})"
+        )
     plt.close("all")
     return {
         "cells": graded,
