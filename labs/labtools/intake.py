@@ -137,10 +137,10 @@ def extract(zip_path: Path, target: Path) -> _Listing:
             if name in (".", "/"):
                 continue
             bad = _unsafe(name)
-            parents = {str(p) for p in PurePosixPath(name).parents if str(p) != "."}
-            folders |= parents
+            if not bad:  # an unsafe name makes no folder either
+                folders |= {str(p) for p in PurePosixPath(name).parents if str(p) != "."}
             if info.is_dir():
-                folders.add(name)
+                folders |= set() if bad else {name}
                 continue
             files[name].append(info)
             if bad:
