@@ -125,7 +125,7 @@ def test_a_name_held_twice_in_the_zip_is_refused(tmp_path):
     [
         (f"../x/{LAB}/{NB}", "x"),
         (f"/abs/{LAB}/{NB}", "abs"),
-        (f"dan/{LAB}/../../../{NB}", "dan"),
+        (f"dan/{LAB}/../../../{NB}", None),  # not dan's notebook: not placed
         (f"../../{NB}", None),  # names no student: not placed
     ],
 )
@@ -161,6 +161,16 @@ def test_links_and_zip_bombs_are_refused_for_their_student(tmp_path):
     }
     assert not (tmp_path / "work" / "fred" / LAB / NB).exists()
     assert not (tmp_path / "work" / "gail" / LAB / NB).is_symlink()
+
+
+def test_a_problem_with_another_file_of_the_lab_folder_is_reported_not_refused(tmp_path):
+    link = zipfile.ZipInfo(f"bob/{LAB}/data.csv")
+    link.external_attr = 0o120777 << 16
+    taken = collect(tmp_path, {f"bob/{LAB}/{NB}": "{}", link: "/etc/passwd"})
+    assert rows(taken) == {("bob", LAB): None}
+    assert unplaced(taken) == {
+        f"bob/{LAB}/data.csv": f"the zip entry 'bob/{LAB}/data.csv' is a symbolic link"
+    }
 
 
 def test_the_notebooks_of_a_zip_stop_at_the_total_cap(tmp_path, monkeypatch):

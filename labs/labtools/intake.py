@@ -367,7 +367,11 @@ def _folders(listing: _Listing, labs: list[str], known: list[str]) -> Intake:
     for file, problem in sorted(listing.problems.items()):
         parts = PurePosixPath(file).parts
         lab_at = next((i for i, p in enumerate(parts) if i >= 1 and p in known), None)
-        if lab_at is None or not layout.valid_student(parts[lab_at - 1]):
+        if (
+            lab_at is None
+            or not layout.valid_student(parts[lab_at - 1])
+            or parts[lab_at + 1 :] not in ((), (f"{parts[lab_at]}.ipynb",))
+        ):  # a problem with another file than the lab folder or its notebook: reported
             result.unplaced.append(Unplaced(file, problem))
             continue
         taken.add(file)
