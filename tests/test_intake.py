@@ -155,8 +155,8 @@ def test_links_and_zip_bombs_are_refused_for_their_student(tmp_path):
     assert (tmp_path / "download.zip").stat().st_size < 200_000
     assert rows(taken) == {
         ("bob", LAB): None,
-        ("fred", LAB): f"refused: the zip entry 'fred/{LAB}/{NB}' unpacks to 20 MB, more than "
-        "20 MB",
+        ("fred", LAB): f"refused: the zip entry 'fred/{LAB}/{NB}' is larger than 20 MB "
+        f"unpacked ({layout.MAX_NOTEBOOK + 1} bytes)",
         ("gail", LAB): f"refused: the zip entry 'gail/{LAB}/{NB}' is a symbolic link",
     }
     assert not (tmp_path / "work" / "fred" / LAB / NB).exists()
@@ -398,3 +398,26 @@ def test_a_canvas_zip_and_a_moodle_zip_are_graded_each_student_apart(tmp_path):
         "Ann Ray_37_assignsubmission_file/report.pdf",
     }
     assert not any("alice" in s for s in scores)
+
+
+def test_the_grade_command_prints_the_files_it_could_not_place(monkeypatch, capsys):
+    from labtools import __main__ as cli
+
+    def fake_grade(submissions, course, **kwargs):
+        return {
+            "graded": [{"student": "555", "lab": LAB, "status": "refused: 2 files name ..."}],
+            "already graded": [],
+            "exported": {},
+            "layout": "canvas",
+            "not placed": [{"file": "a_1_2_notes.txt", "why": "not a notebook ('notes.txt')"}],
+            "names": {"555": "leeal"},
+            "late": [f"222/{LAB}"],
+        }
+
+    monkeypatch.setattr(grade, "grade", fake_grade)
+    assert cli.main(["grade", "download.zip"]) == 0
+    out = capsys.readouterr().out
+    assert "1 files of the canvas download could not be placed:" in out
+    assert "  'a_1_2_notes.txt': not a notebook ('notes.txt')" in out
+    assert f"marked late by the platform: 222/{LAB}" in out
+    assert f"  555 / {LAB}: refused: 2 files name ..." in out

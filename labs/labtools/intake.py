@@ -95,8 +95,9 @@ class Intake:
 
 @dataclass
 class _Listing:
-    """The files of a download: relative POSIX names, where each is on disk (None if it
-    was not written), and the problems found for some of them."""
+    """The files of a download: their relative POSIX names, the folder they are in (a
+    zip's notebooks are unpacked there, its other files are not), and the problems found
+    for some of them."""
 
     root: Path
     files: list[str]
@@ -149,8 +150,8 @@ def extract(zip_path: Path, target: Path) -> _Listing:
                 problems[name] = f"the zip entry {name!r} is a symbolic link"
             elif info.file_size > MAX_NOTEBOOK:
                 problems[name] = (
-                    f"the zip entry {name!r} unpacks to {info.file_size // 2**20} MB, "
-                    f"more than {MAX_NOTEBOOK // 2**20} MB"
+                    f"the zip entry {name!r} is larger than {MAX_NOTEBOOK // 2**20} MB "
+                    f"unpacked ({info.file_size} bytes)"
                 )
         for name, infos in files.items():
             if len(infos) > 1:
@@ -239,7 +240,7 @@ def moodle_student(name: str) -> str:
     name = unicodedata.normalize("NFC", " ".join(name.split()))
     decomposed = unicodedata.normalize("NFKD", name)
     kept = decomposed.encode("ascii", "ignore").decode()
-    slug = re.sub(r"[^a-z0-9]+", ".", kept.lower()).strip(".")[:48]
+    slug = re.sub(r"[^a-z0-9]+", ".", kept.lower()).strip(".")[:48].strip(".")
     lost = any(ch.isalnum() and not ch.isascii() for ch in decomposed)
     if lost or not slug:
         digest = hashlib.sha256(name.casefold().encode()).hexdigest()[:8]
