@@ -244,7 +244,10 @@ def command_line() -> argparse.ArgumentParser:
     ):
         jobs.add_parser(name, help=text)
     grade = jobs.add_parser("grade", help="grade a folder or zip of submissions")
-    grade.add_argument("submissions", help="[submitted/]<student>/<lab>/<lab>.ipynb, or a zip")
+    grade.add_argument(
+        "submissions",
+        help="[submitted/]<student>/<lab>/<lab>.ipynb, a zip, or a Canvas or Moodle download",
+    )
     grade.add_argument("--course", default="grading", help="course folder (default: grading)")
     grade.add_argument("--labs", nargs="+", help="only these labs")
     grade.add_argument("--students", nargs="+", help="only these students")

@@ -60,6 +60,13 @@ def _grade(args) -> None:
     )
     for row in failed:
         print(f"  {row['student']} / {row['lab']}: {row['status']}")
+    unplaced = summary.get("not placed", [])
+    if unplaced:
+        print(f"{len(unplaced)} files of the {summary['layout']} download could not be placed:")
+        for entry in unplaced:
+            print(f"  {entry['file']!r}: {entry['why']}")
+    if summary.get("late"):
+        print(f"marked late by the platform: {', '.join(summary['late'])}")
     for name, path in summary["exported"].items():
         print(f"{name}: {path}")
 
@@ -100,7 +107,10 @@ def parser() -> argparse.ArgumentParser:
     release.set_defaults(run=_release)
 
     grade = jobs.add_parser("grade", help="grade a folder or zip of submissions")
-    grade.add_argument("submissions", help="[submitted/]<student>/<lab>/<lab>.ipynb, or a zip")
+    grade.add_argument(
+        "submissions",
+        help="[submitted/]<student>/<lab>/<lab>.ipynb, a zip, or a Canvas or Moodle download",
+    )
     grade.add_argument("--course", default="grading", help="course folder (default: grading)")
     grade.add_argument("--labs", nargs="+", help="only these labs")
     grade.add_argument("--students", nargs="+", help="only these students")

@@ -25,11 +25,10 @@ import sys
 import tempfile
 import traceback
 import warnings
-import zipfile
 from dataclasses import asdict
 from pathlib import Path
 
-from labtools import layout, release
+from labtools import intake, layout, release
 from labtools.layout import COURSE, LABS, MARK, Submission, UsageError
 from labtools.sandbox import Limits
 
@@ -38,18 +37,6 @@ DB = "gradebook.db"
 
 def db_url(course: Path) -> str:
     return f"sqlite:///{course / DB}"
-
-
-def safe_extract(zip_path: Path, target: Path) -> Path:
-    """Extract a zip of submissions, refusing members that would land outside ``target``
-    and links (zipfile writes a link's target as a file's text, never a link)."""
-    with zipfile.ZipFile(zip_path) as archive:
-        for member in archive.infolist():
-            dest = (target / member.filename).resolve()
-            if not dest.is_relative_to(target.resolve()):
-                raise UsageError(f"`submissions` zip has an unsafe member: {member.filename!r}")
-        archive.extractall(target)
-    return target
 
 
 def open_course(course: Path, labs: Path = LABS) -> list[str]:
@@ -377,7 +364,9 @@ def grade(
 ) -> dict:
     """Grade every submission into ``course``; returns a summary (counts and rows).
 
-    submissions : a folder laid out as ``[submitted/]<student>/<lab>/<lab>.ipynb`` or a zip
+    submissions : a folder or zip: ``[submitted/]<student>/<lab>/<lab>.ipynb``, or a Canvas
+        or Moodle download (see :mod:`labtools.intake`; the summary lists what it could
+        not place under "not placed")
     course : the course folder, made on the first run and reused after (see the module)
     labs : only these labs (default: all)
     students : only these students (default: all)
@@ -400,13 +389,16 @@ def grade(
     all_labs = open_course(course)
     labs = labs or all_labs
     with tempfile.TemporaryDirectory(prefix="submissions-") as tmp:
-        if submissions.suffix == ".zip":
-            submissions = safe_extract(submissions, Path(tmp))
-        found = layout.find_submissions(submissions, labs)
+        taken = intake.collect(submissions, labs, Path(tmp))
+        found = taken.submissions
         if students:
             found = [sub for sub in found if sub.student in students]
         if not found:
-            raise UsageError(f"no submissions found in {submissions}; expected {layout.EXPECTED}")
+            unplaced = "".join(f"\n  {u.file!r}: {u.why}" for u in taken.unplaced[:20])
+            raise UsageError(
+                f"no submissions found in {submissions}; expected {layout.EXPECTED}"
+                + (f"; files not placed:{unplaced}" if unplaced else "")
+            )
         todo, skipped, rows = [], [], []
         for sub in found:
             data = None
@@ -435,7 +427,7 @@ def grade(
             progress=progress,
         )
     exported = export(course)
-    return {"graded": rows, "already graded": skipped, "exported": exported}
+    return {"graded": rows, "already graded": skipped, "exported": exported, **taken.report()}
 
 
 class Queue:

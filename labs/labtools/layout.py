@@ -2,7 +2,8 @@
 only, so that ``tasks.py`` can check its arguments before it installs anything.
 
 Submissions are laid out as ``<root>/[submitted/]<student>/<lab>/<lab>.ipynb`` (one more
-folder around it, as a learning platform's zip download often has, is looked through).
+folder around it is looked through); :mod:`labtools.intake` reads the learning platforms'
+downloads and zips, and calls :func:`find_submissions` for this layout.
 They are taken as files and nothing else: a symbolic link anywhere below the root, a
 notebook that is not a regular file, or one larger than :data:`MAX_NOTEBOOK` is refused.
 """
@@ -18,10 +19,14 @@ from pathlib import Path
 
 LABS = Path(__file__).resolve().parents[1]
 MAX_NOTEBOOK = 20 * 2**20
-STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+# matched in full (``fullmatch``): with ``match`` and ``$``, "alice\n" would pass
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}")
 MARK = ".labtools-course.json"  # marks a course folder made by these tools
 COURSE = "single-layer-neural-networks"
-EXPECTED = "SUBMISSIONS/[submitted/]<student>/<lab>/<lab>.ipynb, or a zip of that"
+EXPECTED = (
+    "SUBMISSIONS/[submitted/]<student>/<lab>/<lab>.ipynb, a zip of that, or a Canvas or "
+    "Moodle submissions download (zip or unpacked)"
+)
 
 
 class UsageError(Exception):
@@ -41,6 +46,11 @@ class Submission:
     lab: str
     path: Path
     refused: str | None = None  # why it is not graded
+
+
+def valid_student(name: str) -> bool:
+    """Whether ``name`` is a student id as the course folder keeps it (matched in full)."""
+    return STUDENT_ID.fullmatch(name) is not None
 
 
 def _is_link(path: Path) -> bool:
@@ -75,7 +85,7 @@ def find_submissions(root: Path, labs: list[str]) -> list[Submission]:
 
 def _refusal(student_dir: Path, lab: str) -> str | None:
     notebook = student_dir / lab / f"{lab}.ipynb"
-    if not STUDENT_ID.match(student_dir.name):
+    if not valid_student(student_dir.name):
         return "refused: the folder name is not a valid student id"
     for path, what in (
         (student_dir, "student folder"),

@@ -1,0 +1,425 @@
+"""Intake: from what an instructor downloaded to one list of submissions, each student apart.
+
+Three layouts are read as they come, from a folder or a zip:
+
+- **folders**, this project's own: ``[submitted/]<student>/<lab>/<lab>.ipynb``
+  (:func:`labtools.layout.find_submissions`);
+- **Canvas** "Download submissions": flat files
+  ``<name>[_LATE]_<userid>_<submissionid>_<file>``, ``<name>`` the student's name in lower
+  case without spaces; the student id is the numeric ``<userid>`` (stable, and what Canvas's
+  gradebook import matches on);
+- **Moodle** "Download all submissions": a folder per participant,
+  ``<Full Name>_<participant id>_assignsubmission_file[_]/`` holding the files as uploaded
+  (or, with "download as folders" off, flat files
+  ``<Full Name>_<participant id>_assignsubmission_file_<file>``). The participant id is
+  made per assignment, so the student id is the name folded to ASCII (``jane.doe``), with
+  a short digest of the exact name when folding lost letters.
+
+The layout is the one that places the most files (the folders layout on a tie), so a
+stray file cannot turn a class's download into another layout. Under Canvas and Moodle,
+the lab of a file is its original file name (``lab1_perceptron.ipynb``, tolerating the
+``-1``, ``-2`` that a platform adds to a resubmitted file), as nbgrader's ``zip_collect``
+with its file-name collector does.
+
+Each student stays apart: a problem is a refusal on that student's row (its status says
+why), never a stop for the class. Two files (or folders) that name one student for one
+lab are both refused, naming each other. A file that cannot be given a student and a lab
+(not a notebook, no lab in its name, a name the layout does not have, an id that is not
+valid) gets no row: it is listed in :attr:`Intake.unplaced`, which ``grade`` prints.
+
+A zip is read member by member (never ``extractall``): a member whose path leaves the
+target, a link, a member larger than :data:`labtools.layout.MAX_NOTEBOOK`, a name held
+twice or both as a file and as a folder is refused for the student it names; only
+notebooks are written, each read with a bound, and all of them together stop at
+:data:`MAX_EXTRACTED`. A zip of more than :data:`MAX_MEMBERS` entries is refused whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import unicodedata
+import zipfile
+import zlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from labtools import layout
+from labtools.layout import MAX_NOTEBOOK, Submission, UsageError
+
+MAX_EXTRACTED = 2**30  # bytes of notebooks written from one zip, all members together
+MAX_MEMBERS = 50_000  # entries in one zip (a platform's download of a class is far below)
+
+CANVAS = re.compile(r"(?P<name>[\w-]+?)(?P<late>_LATE)?_(?P<userid>\d+)_(?P<sub>\d+)_(?P<file>.+)")
+# Moodle writes a full name with its "_" made spaces; no control characters
+MOODLE_NAME = r"(?P<name>[^_/\x00-\x1f\x7f]+)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)"
+MOODLE_FOLDER = re.compile(MOODLE_NAME + "_?")
+MOODLE_FILE = re.compile(MOODLE_NAME + "_(?P<file>.+)")
+RESUBMITTED = re.compile(r"-\d+$")  # "lab1_perceptron-1.ipynb": a platform's renamed copy
+
+
+@dataclass
+class Unplaced:
+    """A file that no student's row holds, and why."""
+
+    file: str  # as named in the zip or below the folder
+    why: str
+
+
+@dataclass
+class Intake:
+    """What was found: the submissions (graded or refused), the files no row holds, the
+    layout, and the names the platform gave to the student ids."""
+
+    layout: str  # "folders", "canvas" or "moodle"
+    submissions: list[Submission]
+    unplaced: list[Unplaced] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)  # student id -> name in the download
+    late: list[str] = field(default_factory=list)  # "<student>/<lab>" the platform marked late
+
+    def report(self) -> dict:
+        return {
+            "layout": self.layout,
+            "not placed": [{"file": u.file, "why": u.why} for u in self.unplaced],
+            "names": dict(self.names),
+            "late": list(self.late),
+        }
+
+
+# ---------------------------------------------------------------------------------------
+# Reading a zip, member by member
+
+
+@dataclass
+class _Listing:
+    """The files of a download: their relative POSIX names, the folder they are in (a
+    zip's notebooks are unpacked there, its other files are not), and the problems found
+    for some of them."""
+
+    root: Path
+    files: list[str]
+    problems: dict[str, str] = field(default_factory=dict)
+
+    def path(self, name: str) -> Path:
+        return self.root / name
+
+
+def _unsafe(name: str) -> str | None:
+    path = PurePosixPath(name)
+    if "\0" in name or path.is_absolute() or ".." in path.parts or re.match(r"[A-Za-z]:", name):
+        return f"the zip entry {name!r} would land outside the folder it is unpacked into"
+    return None
+
+
+def extract(zip_path: Path, target: Path) -> _Listing:
+    """Unpack the notebooks of ``zip_path`` into ``target``, one member at a time, and list
+    every file with the problems found (see the module). Raises UsageError for a file
+    that is not a readable zip or holds more than :data:`MAX_MEMBERS` entries."""
+    target = Path(target)
+    try:
+        archive = zipfile.ZipFile(zip_path)
+    except (zipfile.BadZipFile, OSError) as err:
+        raise UsageError(f"{zip_path} is not a readable zip ({err})") from None
+    with archive:
+        members = archive.infolist()
+        if len(members) > MAX_MEMBERS:
+            raise UsageError(
+                f"{zip_path} holds {len(members)} entries, more than {MAX_MEMBERS}: "
+                "that is not one class's download"
+            )
+        problems: dict[str, str] = {}
+        files: dict[str, list[zipfile.ZipInfo]] = defaultdict(list)
+        folders: set[str] = set()
+        for info in members:
+            name = str(PurePosixPath(info.filename))  # "./a//b/" and "a/b" are one path
+            if name in (".", "/"):
+                continue
+            bad = _unsafe(name)
+            if not bad:  # an unsafe name makes no folder either
+                folders |= {str(p) for p in PurePosixPath(name).parents if str(p) != "."}
+            if info.is_dir():
+                folders |= set() if bad else {name}
+                continue
+            files[name].append(info)
+            if bad:
+                problems[name] = bad
+            elif stat.S_ISLNK(info.external_attr >> 16):
+                problems[name] = f"the zip entry {name!r} is a symbolic link"
+            elif info.file_size > MAX_NOTEBOOK:
+                problems[name] = (
+                    f"the zip entry {name!r} is larger than {MAX_NOTEBOOK // 2**20} MB "
+                    f"unpacked ({info.file_size} bytes)"
+                )
+        for name, infos in files.items():
+            if len(infos) > 1:
+                problems[name] = f"the zip holds {name!r} {len(infos)} times"
+        clashes = set(files) & folders
+        for name in files:
+            path = PurePosixPath(name)
+            hit = next((str(p) for p in (path, *path.parents) if str(p) in clashes), None)
+            if hit:
+                problems.setdefault(name, f"the zip puts both a file and a folder at {hit!r}")
+        written = 0
+        for name in sorted(files):
+            if name in problems or _unsafe(name) or not name.lower().endswith(".ipynb"):
+                continue
+            (info,) = files[name]
+            if written + info.file_size > MAX_EXTRACTED:
+                problems[name] = (
+                    f"the zip's notebooks add up to more than {MAX_EXTRACTED // 2**20} MB; "
+                    f"{name!r} was not unpacked"
+                )
+                continue
+            dest = target / name
+            try:
+                with archive.open(info) as source:
+                    data = source.read(MAX_NOTEBOOK + 1)
+                if len(data) > MAX_NOTEBOOK:
+                    raise ValueError(f"larger than {MAX_NOTEBOOK // 2**20} MB")
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                with open(dest, "xb") as out:
+                    out.write(data)
+                written += len(data)
+            except (OSError, ValueError, RuntimeError, NotImplementedError, EOFError,
+                    zipfile.BadZipFile, zlib.error) as err:  # fmt: skip
+                problems[name] = f"the zip entry {name!r} could not be read ({err})"
+        for name in sorted(folders):  # folders too, so that an empty lab folder shows
+            if not _unsafe(name):
+                try:
+                    (target / name).mkdir(parents=True, exist_ok=True)
+                except OSError:
+                    pass  # a file of the same name: its problem is recorded
+    return _Listing(target, sorted(files), problems)
+
+
+def _walk(root: Path) -> _Listing:
+    """The files below a folder, links not followed (a link is listed, as a file)."""
+    files = []
+    for folder, dirs, names in os.walk(root):
+        base = Path(folder).relative_to(root)
+        for name in sorted(names) + sorted(d for d in dirs if (Path(folder) / d).is_symlink()):
+            files.append((base / name).as_posix())
+    return _Listing(root, sorted(files))
+
+
+# ---------------------------------------------------------------------------------------
+# Which layout, and who and which lab a file is
+
+
+def _native(file: str, known: list[str]) -> bool:
+    parts = PurePosixPath(file).parts
+    return len(parts) >= 3 and parts[-2] in known and parts[-1] == f"{parts[-2]}.ipynb"
+
+
+def detect(files: list[str], known: list[str]) -> str:
+    """The layout that places the most files (the folders layout on a tie)."""
+    counts = {
+        "folders": sum(_native(f, known) for f in files),
+        "moodle": sum(isinstance(_place(f, "moodle", known), _Place) for f in files),
+        "canvas": sum(isinstance(_place(f, "canvas", known), _Place) for f in files),
+    }
+    return max(counts, key=lambda kind: counts[kind])
+
+
+def lab_of(filename: str, known: list[str]) -> str | None:
+    """The lab a file's original name names (``lab1_perceptron.ipynb``, or ``-1.ipynb``
+    after it, as a platform renames a resubmitted file), or None."""
+    stem, dot, ext = filename.rpartition(".")
+    if not dot or ext.lower() != "ipynb":
+        return None
+    folded = {lab.casefold(): lab for lab in known}
+    return folded.get(stem.casefold()) or folded.get(RESUBMITTED.sub("", stem).casefold())
+
+
+def moodle_student(name: str) -> str:
+    """A stable student id from a Moodle full name: ASCII, lower case, words joined by
+    dots; a short digest of the name is added when folding to ASCII lost letters."""
+    name = unicodedata.normalize("NFC", " ".join(name.split()))
+    decomposed = unicodedata.normalize("NFKD", name)
+    kept = decomposed.encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", ".", kept.lower()).strip(".")[:48].strip(".")
+    lost = any(ch.isalnum() and not ch.isascii() for ch in decomposed)
+    if lost or not slug:
+        digest = hashlib.sha256(name.casefold().encode()).hexdigest()[:8]
+        slug = f"{slug}-{digest}" if slug else f"moodle-{digest}"
+    return slug
+
+
+@dataclass
+class _Place:
+    student: str
+    lab: str
+    name: str  # the student's name in the download
+    late: bool = False
+
+
+def _place(file: str, kind: str, known: list[str]) -> _Place | str:
+    """Who and which lab a file of a Canvas or Moodle download is, or why it cannot be told."""
+    path = PurePosixPath(file)
+    if kind == "canvas":
+        match = CANVAS.fullmatch(path.name)
+        if not match:
+            return "not a Canvas file name (<name>[_LATE]_<userid>_<submissionid>_<file>)"
+        original, student, name = match["file"], match["userid"], match["name"]
+    else:
+        folder = next(
+            (i for i, part in enumerate(path.parts[:-1]) if MOODLE_FOLDER.fullmatch(part)), None
+        )
+        if folder is not None:
+            match = MOODLE_FOLDER.fullmatch(path.parts[folder])
+            original = path.name
+        else:
+            match = MOODLE_FILE.fullmatch(path.name)
+            if not match:
+                return (
+                    "not in a Moodle participant folder "
+                    "(<Full Name>_<participant id>_assignsubmission_file_/)"
+                )
+            original = match["file"]
+        if match["plugin"] != "file":
+            return f"Moodle's {match['plugin']} submission, not a file"
+        name = match["name"]
+        student = moodle_student(name)
+    if not original.lower().endswith(".ipynb"):
+        return f"not a notebook ({original!r})"
+    lab = lab_of(original, known)
+    if lab is None:
+        labs = ", ".join(f"{lab}.ipynb" for lab in known)
+        return f"{original!r} names no lab (expected one of {labs})"
+    if not layout.valid_student(student):
+        return f"{student!r} is not a valid student id"
+    return _Place(student, lab, name, late=bool(kind == "canvas" and match["late"]))
+
+
+def _file_refusal(listing: _Listing, file: str, from_zip: bool) -> str | None:
+    """Why a placed file of a platform's download is not graded, or None."""
+    if file in listing.problems:
+        return f"refused: {listing.problems[file]}"
+    if from_zip:
+        return None
+    parts = PurePosixPath(file).parts
+    for end in range(1, len(parts) + 1):
+        if layout._is_link(listing.root.joinpath(*parts[:end])):
+            return f"refused: {'/'.join(parts[:end])!r} is a symbolic link"
+    try:
+        info = os.lstat(listing.path(file))
+    except OSError as err:
+        return f"refused: the notebook cannot be read ({err.strerror})"
+    if not stat.S_ISREG(info.st_mode):
+        return "refused: the notebook is not a regular file"
+    if info.st_size > MAX_NOTEBOOK:
+        return f"refused: the notebook is larger than {MAX_NOTEBOOK // 2**20} MB"
+    return None
+
+
+def _duplicates(files: list[str]) -> str:
+    shown = ", ".join(repr(f) for f in files)
+    return (
+        f"refused: {len(files)} files name this student for this lab ({shown}); "
+        "keep one and grade again"
+    )
+
+
+def _platform(listing: _Listing, kind: str, labs: list[str], known: list[str], from_zip: bool):
+    result = Intake(kind, [])
+    placed: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for file in listing.files:
+        where = _place(file, kind, known)
+        if isinstance(where, str):
+            if not from_zip and layout._is_link(listing.path(file)):
+                where = "a symbolic link (not followed)"
+            why = listing.problems.get(file, where)
+            result.unplaced.append(Unplaced(file, why))
+            continue
+        if where.lab not in labs:
+            continue  # another lab than the ones asked for
+        placed[(where.student, where.lab)].append(file)
+        result.names.setdefault(where.student, where.name)
+        if where.late:
+            result.late.append(f"{where.student}/{where.lab}")
+    for (student, lab), files in sorted(placed.items()):
+        if len(files) > 1:
+            refused = _duplicates(files)
+        else:
+            refused = _file_refusal(listing, files[0], from_zip)
+        path = listing.root if _unsafe(files[0]) else listing.path(files[0])  # never read
+        result.submissions.append(Submission(student, lab, path, refused))
+    result.late = sorted(set(result.late))
+    return result
+
+
+def _folders(listing: _Listing, labs: list[str], known: list[str]) -> Intake:
+    """This project's own layout: :func:`labtools.layout.find_submissions`, and then what
+    it cannot see: zip problems, ids that differ only in case, invalid ids, other files."""
+    result = Intake("folders", [])
+    found = {}
+    taken: set[str] = set()
+    for sub in layout.find_submissions(listing.root, labs):
+        relative = _relative(listing.root, sub.path)
+        taken |= {relative, *(str(p) for p in PurePosixPath(relative).parents)}
+        if not layout.valid_student(sub.student):
+            why = f"{sub.student!r} is not a valid student id (letters, digits, _ . @ -)"
+            result.unplaced.append(Unplaced(relative, why))
+            continue
+        found[(sub.student, sub.lab)] = sub
+    for file, problem in sorted(listing.problems.items()):
+        parts = PurePosixPath(file).parts
+        lab_at = next((i for i, p in enumerate(parts) if i >= 1 and p in known), None)
+        if (
+            lab_at is None
+            or not layout.valid_student(parts[lab_at - 1])
+            or parts[lab_at + 1 :] not in ((), (f"{parts[lab_at]}.ipynb",))
+        ):  # a problem with another file than the lab folder or its notebook: reported
+            result.unplaced.append(Unplaced(file, problem))
+            continue
+        taken.add(file)
+        student, lab = parts[lab_at - 1], parts[lab_at]
+        if lab not in labs:
+            continue
+        sub = found.get((student, lab))
+        if sub is None or not (sub.refused or "").startswith("refused: the zip"):
+            path = listing.root if _unsafe(file) else listing.path(file)  # never read
+            found[(student, lab)] = Submission(student, lab, path, f"refused: {problem}")
+    same: dict[tuple[str, str], list[Submission]] = defaultdict(list)
+    for sub in found.values():
+        same[(sub.student.casefold(), sub.lab)].append(sub)
+    for subs in same.values():
+        if len(subs) > 1:
+            folders = sorted(f"{s.student}/{s.lab}" for s in subs)
+            for sub in subs:
+                sub.refused = _duplicates(folders).replace("files", "folders")
+    result.submissions = sorted(found.values(), key=lambda s: (s.student, s.lab))
+    for file in listing.files:
+        if file not in taken:
+            why = listing.problems.get(file, "not <student>/<lab>/<lab>.ipynb")
+            result.unplaced.append(Unplaced(file, why))
+    result.unplaced.sort(key=lambda u: u.file)
+    return result
+
+
+def _relative(root: Path, path: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def collect(source: Path, labs: list[str], workdir: Path, known: list[str] | None = None):
+    """Every submission of ``labs`` in ``source`` (a folder or a zip; a zip is unpacked
+    into ``workdir``), refused ones with their reason, and the files that no row holds."""
+    source = Path(source)
+    known = known or layout.lab_names()
+    from_zip = source.is_file() and source.suffix.lower() == ".zip"
+    if from_zip:
+        listing = extract(source, Path(workdir))
+    else:
+        if layout._is_link(source):
+            raise UsageError(f"`submissions` must not be a symbolic link: {source}")
+        listing = _walk(source)
+    kind = detect(listing.files, known)
+    if kind == "folders":
+        return _folders(listing, labs, known)
+    return _platform(listing, kind, labs, known, from_zip)
