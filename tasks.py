@@ -262,6 +262,9 @@ def command_line() -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="set one grading limit, e.g. notebook_seconds=900 (repeatable; see the guide)",
     )
+    grade.add_argument(
+        "--scheduler", metavar="ADDRESS", help="grade on this dask scheduler's workers (tcp://...)"
+    )
     for name, text in (
         ("formgrader", "grade answers by hand in nbgrader's formgrader"),
         ("export", "write grades.csv and grades-wide.csv"),
@@ -314,6 +317,7 @@ def main() -> None:
             extra += ["--memory-gb", str(args.memory_gb)] if args.memory_gb else []
             for limit in args.limit or []:
                 extra += ["--limit", limit]
+            extra += ["--scheduler", args.scheduler] if args.scheduler else []
             labtools("grade", args.submissions, *extra)
         elif job in ("formgrader", "export", "feedback"):
             labtools(job, "--course", args.course)

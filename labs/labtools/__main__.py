@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -42,16 +43,24 @@ def _grade(args) -> None:
     from labtools import grade
 
     limits = limits_from(args)
-    summary = grade.grade(
-        args.submissions,
-        args.course,
-        labs=args.labs,
-        students=args.students,
-        jobs=args.jobs,
-        regrade=args.regrade,
-        unsafe=args.unsafe,
-        limits=limits,
-    )
+    with contextlib.ExitStack() as stack:
+        executor = None
+        if args.scheduler:  # a dask cluster's workers (labtools.cluster), checked first
+            from labtools import cluster, layout
+
+            layout.check_arguments(args.submissions, args.course, args.labs)
+            executor = stack.enter_context(cluster.executor(args.scheduler, unsafe=args.unsafe))
+        summary = grade.grade(
+            args.submissions,
+            args.course,
+            labs=args.labs,
+            students=args.students,
+            jobs=args.jobs,
+            regrade=args.regrade,
+            unsafe=args.unsafe,
+            limits=limits,
+            executor=executor,
+        )
     rows = summary["graded"]
     failed = [r for r in rows if not r["status"].startswith("graded")]
     print(
@@ -125,6 +134,11 @@ def parser() -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="set one grading limit, e.g. notebook_seconds=900 (repeatable; the names and "
         "defaults: labtools.sandbox.Limits and the instructor guide)",
+    )
+    grade.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="grade on the workers of this dask scheduler (tcp://HOST:8786) instead of --jobs",
     )
     grade.set_defaults(run=_grade)
 
