@@ -103,7 +103,7 @@ def grade_task(task: dict) -> dict:
             json.loads(nbformat.writes(submitted)),
             Limits(**task["limits"]),
             unsafe=task["unsafe"],
-            mpl_cache=Path(task["mpl_cache"]) if task.get("mpl_cache") else None,
+            mpl_cache=_worker_mpl_cache(task.get("mpl_cache")),
         )
         result["autograded"] = autograded_notebook(task["source"], result)
         return result
@@ -116,6 +116,17 @@ def _mpl_cache() -> str:
     import matplotlib.font_manager  # noqa: F401 - builds the font list if it is not there
 
     return matplotlib.get_cachedir()
+
+
+def _worker_mpl_cache(given: str | None) -> Path | None:
+    """The font cache a worker lends its sandboxes: the grading machine's (``given``) if
+    that folder is here, else this worker's own (a worker on another machine), else none."""
+    if given and Path(given).is_dir():
+        return Path(given)
+    try:
+        return Path(_mpl_cache())
+    except Exception:  # noqa: BLE001 - no cache: matplotlib builds its font list each time
+        return None
 
 
 def _write(path: Path, text: str) -> None:
@@ -476,6 +487,12 @@ def _seconds_so_far(course: Path) -> dict[str, list[float]]:
     return seconds
 
 
+def _not_run(sub: Submission, digest: str) -> dict:
+    """The row of a notebook whose task was cancelled: not saved, so the next run grades it."""
+    status = "not graded: the cluster stopped before grading it; run the same command again"
+    return {"student": sub.student, "lab": sub.lab, "digest": digest, "status": status}
+
+
 def _run(course, todo, *, limits, unsafe, jobs, executor, progress) -> list[dict]:
     """Grade ``todo`` on the executor, record each result as it comes, and have the
     feedback written: by the workers of our own pool (they share the course folder), else
@@ -528,6 +545,11 @@ def _run(course, todo, *, limits, unsafe, jobs, executor, progress) -> list[dict
                 )
                 for future in done:
                     sub, digest, data = running.pop(future)
+                    if future.cancelled():  # the executor went away (a dask scheduler lost):
+                        rows.append(_not_run(sub, digest))  # nothing recorded, run again
+                        failures += 1
+                        bar.update()
+                        continue
                     try:
                         result = future.result()
                     except Exception:  # noqa: BLE001 - a worker that died: that row, not the run
