@@ -7,6 +7,7 @@ another machine. The instructor's command grades a class through them with the s
 test by test, as the local pool gives.
 """
 
+import concurrent.futures
 import json
 import os
 import re
@@ -19,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from labtools import cluster, grade, sandbox
+from labtools import cluster, grade, layout, sandbox
 from labtools.__main__ import main
 from labtools.layout import UsageError
 from test_grading import LAB, LABS, PT_STEP, nb_of, need_sandbox, rows_of, solved
@@ -245,3 +246,34 @@ def test_a_worker_on_another_machine_lends_its_own_font_cache(tmp_path):
     argv = sandbox.command(sandbox.Limits(), tmp_path / "missing")
     assert str(tmp_path / "missing") not in argv  # a folder that is not there is not bound
     assert str(tmp_path) in sandbox.command(sandbox.Limits(), tmp_path)  # one that is, is
+
+
+class Cancelling(concurrent.futures.Executor):
+    """An executor whose cluster went away: every task comes back cancelled, as dask's
+    do when the client loses its scheduler."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        future = concurrent.futures.Future()
+        future.cancel()
+        future.set_running_or_notify_cancel()
+        return future
+
+
+def test_notebooks_a_lost_cluster_did_not_grade_are_graded_by_the_next_run(tmp_path):
+    course = tmp_path / "course"
+    (course / "source" / LAB).mkdir(parents=True)
+    (course / "source" / LAB / f"{LAB}.ipynb").write_text(json.dumps(nb_of("source")))
+    todo = [(layout.Submission(student=s, lab=LAB, path=Path("x")), "d", b"{}") for s in CLASS]
+    rows = grade._run(
+        course,
+        todo,
+        limits=sandbox.Limits(),
+        unsafe=False,
+        jobs=None,
+        executor=Cancelling(),
+        progress=False,
+    )
+    assert sorted(r["student"] for r in rows) == sorted(CLASS)
+    for row in rows:
+        assert row["status"].startswith("not graded: the cluster stopped before grading it")
+    assert not (course / "results").exists()  # nothing recorded: the next run grades them
