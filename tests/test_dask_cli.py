@@ -277,3 +277,21 @@ def test_notebooks_a_lost_cluster_did_not_grade_are_graded_by_the_next_run(tmp_p
     for row in rows:
         assert row["status"].startswith("not graded: the cluster stopped before grading it")
     assert not (course / "results").exists()  # nothing recorded: the next run grades them
+
+
+def test_the_sandbox_is_needed_where_the_notebooks_run_not_where_they_are_recorded(
+    tmp_path, monkeypatch
+):
+    class Opened(Exception):
+        pass
+
+    def opened(course):
+        raise Opened
+
+    write_class(tmp_path / "in")
+    monkeypatch.setattr(sandbox, "available", lambda: "bubblewrap is not installed")
+    monkeypatch.setattr(grade, "open_course", opened)
+    with pytest.raises(UsageError, match="--unsafe"):  # the local pool: refused here
+        grade.grade(tmp_path / "in", tmp_path / "course")
+    with pytest.raises(Opened):  # a cluster's workers: checked there (labtools.cluster)
+        grade.grade(tmp_path / "in", tmp_path / "course", executor=Cancelling())

@@ -384,13 +384,15 @@ def grade(
     jobs : notebooks graded at once (default: the number of cores); ignored with executor
     regrade : grade again notebooks that already have a result (manual scores stay)
     unsafe : run student code without the sandbox (refused otherwise when it is missing)
-    executor : any concurrent.futures.Executor (e.g. a dask ``Client.get_executor()``)
+    executor : any concurrent.futures.Executor (e.g. a dask ``Client.get_executor()``); its
+        workers need the sandbox, this machine does not (a worker without it fails each
+        notebook; :mod:`labtools.cluster` checks a dask cluster's workers first)
     """
     from labtools import sandbox
 
     layout.check_arguments(str(submissions), str(course), labs)
     course, submissions = Path(course).resolve(), Path(submissions).resolve()
-    missing = sandbox.available()
+    missing = sandbox.available() if executor is None else None  # else: where it runs
     if missing and not unsafe:
         raise UsageError(
             f"the sandbox cannot run here: {missing}. Grading without it runs every "
