@@ -149,7 +149,7 @@ def test_a_class_graded_on_a_dask_cluster_gets_the_scores_of_the_local_pool(tmp_
             cwd=grader,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=400,  # a new course generates every lab first (nbgrader, slow)
         )
         assert graded.returncode == 0, graded.stderr[-3000:]
         assert "3 notebooks graded now, 0 already graded" in graded.stdout
