@@ -170,3 +170,60 @@ def test_lms_refuses_an_eta_that_overflows():
     X, c = regression_data(n=2000)
     with pytest.raises(ValueError, match="`eta`"):
         P.lms(X, c, eta=100.0)
+
+
+def test_mini_batch_of_all_examples_is_bgd_and_of_one_is_igd():
+    X, c = regression_data()
+    eta = 0.5 / hessian_lambda_max(X)
+    whole = P.mbgd(X, c, eta=eta, batch_size=len(X), max_epochs=50, warn=False)
+    batch = P.bgd(X, c, eta=eta, max_epochs=50, stop="change", warn=False)
+    np.testing.assert_array_equal(whole.ws, batch.ws)  # the same products, bit for bit
+    single = P.mbgd(X, c, eta=0.01, batch_size=1, max_epochs=50, warn=False)
+    incremental = P.igd(X, c, eta=0.01, max_epochs=50, warn=False)
+    # η·(e·x) here, (η·e)·x in IGD: the same up to rounding
+    np.testing.assert_allclose(single.ws, incremental.ws, rtol=1e-12, atol=1e-14)
+    assert single.epochs == incremental.epochs
+
+
+def test_mini_batches_update_once_per_batch_with_the_summed_delta():
+    X, c = regression_data(n=10, p=2)
+    Xa = np.hstack([np.ones((10, 1)), X])
+    w = np.zeros(3)
+    for B in (range(0, 4), range(4, 8), range(8, 10)):  # b = 4: the last batch has 2
+        B = list(B)
+        w = w + 0.01 * ((c[B] - Xa[B] @ w) @ Xa[B])
+    got = P.mbgd(X, c, eta=0.01, batch_size=4, max_epochs=1, warn=False)
+    np.testing.assert_allclose(got.ws[1], w, rtol=1e-14)
+
+
+def test_mini_batch_random_order_is_seeded_and_reaches_least_squares():
+    X, c = regression_data()
+    # a fresh order each epoch keeps Err jittering by O(η): the "change" rule never holds
+    kw = dict(eta=0.002, batch_size=8, max_epochs=3000, order="random", warn=False)
+    a, b = P.mbgd(X, c, rng=3, **kw), P.mbgd(X, c, rng=np.random.default_rng(3), **kw)
+    np.testing.assert_array_equal(a.ws, b.ws)
+    assert np.linalg.norm(a.w - P.lls(X, c)) < 1e-2
+    assert not np.array_equal(a.ws, P.mbgd(X, c, rng=4, **kw).ws)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"batch_size": 0}, "batch_size"),
+        ({"batch_size": 41}, "batch_size"),
+        ({"batch_size": 2.5}, "batch_size"),
+        ({"batch_size": 4, "order": "sorted"}, "order"),
+        ({"batch_size": 4, "eta": -1.0}, "eta"),
+    ],
+)
+def test_mini_batch_bad_input_names_the_argument(kwargs, message):
+    X, c = regression_data()
+    with pytest.raises((ValueError, TypeError), match=message):
+        P.mbgd(X, c, **{"eta": 0.01, **kwargs})
+
+
+def test_mini_batch_reports_divergence():
+    X, c = regression_data()
+    with pytest.warns(P.DivergenceWarning, match="Mini-batch GD diverged"):
+        res = P.mbgd(X, c, eta=1.0, batch_size=8)
+    assert res.diverged and np.all(np.isfinite(res.ws))

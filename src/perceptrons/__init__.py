@@ -18,7 +18,17 @@ from .datasets import (
     separable,
     xor,
 )
-from .delta_rule import DeltaResult, LMSResult, bgd, igd, lls, lms, sq_error, sq_error_grad
+from .delta_rule import (
+    DeltaResult,
+    LMSResult,
+    bgd,
+    igd,
+    lls,
+    lms,
+    mbgd,
+    sq_error,
+    sq_error_grad,
+)
 from .gradient_descent import GDResult, descend, exact_step, gd, steepest_descent
 from .logistic import (
     LogisticResult,
@@ -69,6 +79,7 @@ __all__ = [
     "irls",
     "lls",
     "lms",
+    "mbgd",
     "log_likelihood",
     "log_likelihood_grad",
     "logistic_regression",

@@ -1,5 +1,5 @@
-"""The delta rule on the linear unit y = wᵀx: batch (BGD) and incremental (IGD) gradient descent,
-and linear least squares in one step.
+"""The delta rule on the linear unit y = wᵀx: batch (BGD), mini-batch and incremental (IGD)
+gradient descent, and linear least squares in one step.
 
 Introduced in the chapters *The delta rule* and *Batch and incremental gradient descent*.
 
@@ -84,8 +84,9 @@ class _Epochs:
 
     def __init__(self, Xa, c, w, *, stop, tol):
         self.Xa, self.c, self.stop, self.tol = Xa, c, stop, tol
-        self.ws, self.errors = [w.copy()], [_err(w, Xa, c)]
-        self.limit = DIVERGENCE_FACTOR * max(self.errors[0], 0.5 * float(c @ c), 1.0)
+        with np.errstate(over="ignore"):  # targets near 1e154 square to inf: then Err is inf
+            self.ws, self.errors = [w.copy()], [_err(w, Xa, c)]
+            self.limit = DIVERGENCE_FACTOR * max(self.errors[0], 0.5 * float(c @ c), 1.0)
         self.converged = self.diverged = False
 
     def done(self, w) -> bool:
@@ -251,3 +252,47 @@ def igd(X, c, eta, w0=None, max_epochs=1000, tol=1e-6, stop="change", warn=True)
             if run.done(w):  # 9. until the stopping rule holds (or Err blows up)
                 break
     return run.result(name="IGD", eta=eta, max_epochs=max_epochs, warn=warn)
+
+
+def mbgd(
+    X,
+    c,
+    eta,
+    batch_size,
+    w0=None,
+    max_epochs=1000,
+    tol=1e-6,
+    stop="change",
+    order="cyclic",
+    rng=None,
+    warn=True,
+) -> DeltaResult:
+    """Mini-batch gradient descent with the delta rule: between BGD and IGD.
+
+    Same arguments as :func:`bgd`, and batch_size b (1 <= b <= n): each epoch visits the
+    examples in the given order ("cyclic") or in a fresh permutation from ``rng``
+    ("random"), b at a time, and updates w after each mini-batch with the summed Δw of its
+    examples (the last mini-batch of an epoch may be smaller). b = n is BGD, b = 1 is IGD.
+    """
+    Xa, c, eta, max_epochs, tol, stop = _setup(
+        X, c, eta=eta, max_epochs=max_epochs, tol=tol, stop=stop
+    )
+    n = Xa.shape[0]
+    b = _checks.positive_int(batch_size, "batch_size")
+    if b > n:
+        raise ValueError(f"`batch_size` must be at most the number of examples {n}; got {b}.")
+    order = _checks.choice(order, "order", ("cyclic", "random"))
+    rng = np.random.default_rng(rng)
+
+    w = _checks.initial_weights(w0, Xa.shape[1])  # 1. initialise w
+    run = _Epochs(Xa, c, w, stop=stop, tol=tol)  # records each epoch, tests the rule
+    with np.errstate(over="ignore", invalid="ignore"):  # a too large η overflows: run notices
+        for t in range(1, max_epochs + 1):  # 2-3. repeat, t = t + 1
+            visit = np.arange(n) if order == "cyclic" else rng.permutation(n)
+            for start in range(0, n, b):  # 4. FOREACH mini-batch B of b examples
+                B = visit[start : start + b]
+                error = c[B] - Xa[B] @ w  # 5. error = c(x) - wᵀx for every x in B
+                w = w + eta * (error @ Xa[B])  # 6-7. w = w + Σ_B η · error · x
+            if run.done(w):  # 8. until the stopping rule holds (or Err blows up)
+                break
+    return run.result(name="Mini-batch GD", eta=eta, max_epochs=max_epochs, warn=warn)
