@@ -269,3 +269,59 @@ def test_frame_panel_refuses_too_many_frames():
     alpha = widgets.frame_slider(widgets.linear_slider("α", 0.5, 0.0, 0.99, step=0.11))  # 10
     with pytest.raises(ValueError, match="410 frames; at most 200"):
         widgets.frame_panel(fig, update, eta=eta, alpha=alpha)
+
+
+def jump_stream(T=1200, seed=1):
+    """White inputs, a system whose two gains jump at T/2, and the noisy responses."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(T, 2))
+    gains = np.where(np.arange(T)[:, None] < T // 2, [1.0, -1.0], [-0.5, 1.5])
+    d = np.sum(X * gains, axis=1) + 0.3 * rng.normal(size=T)
+    return X, d, np.column_stack([np.zeros(T), gains])
+
+
+def test_lms_eta_demo_over_the_slider_range_draws_the_distance_it_reports():
+    X, d, w_true = jump_stream()
+    fig, update = widgets.lms_eta_demo(X, d, w_true, jump=600, window=100)
+    line = fig.axes[0].get_lines()[0]
+    seen = []
+    for eta in np.geomspace(*widgets.RANGES["lms_eta"], 13):
+        status = update(eta=float(eta))
+        assert status.startswith(f"η = {eta:g}:")
+        seen.append("blow up" in status)
+        if "blow up" not in status:
+            dist = np.linalg.norm(P.lms(X, d, float(eta)).ws[1:] - w_true, axis=1)
+            np.testing.assert_allclose(line.get_ydata(), np.clip(dist, 1e-3, 1e2))
+            assert f"at the end {dist[-300:].mean():.3f}" in status
+    assert not seen[0] and seen[-1]  # the range shows a stable and a diverging η
+
+
+def test_lms_eta_demo_trades_tracking_against_noise():
+    X, d, w_true = jump_stream()
+    _, update = widgets.lms_eta_demo(X, d, w_true, jump=600, window=100)
+
+    def numbers(status):
+        after = float(status.split("after the jump ")[1].split(";")[0])
+        return after, float(status.split("at the end ")[1])
+
+    slow, fast = numbers(update(eta=0.02)), numbers(update(eta=0.1))
+    assert fast[0] < slow[0]  # a short memory follows the jump sooner
+    assert slow[1] < fast[1]  # a long memory averages the noise away
+
+
+def test_batch_size_demo_over_both_sliders():
+    X, c = P.blobs(n=60, p=2, distance=2.5, rng=0)
+    fig, update = widgets.batch_size_demo(X, c, epochs=20)
+    lines = fig.axes[0].get_lines()
+    err_min = P.sq_error(P.lls(X, c), X, c)
+    for eta in np.geomspace(*widgets.RANGES["batch_eta"], 5):
+        for b in (1, 7, 60):
+            status = update(eta=float(eta), batch_size=b)
+            assert status.startswith(f"η = {eta:g}, after 20 epochs:") and f"b = {b} (" in status
+            run = P.mbgd(X, c, eta=float(eta), batch_size=b, max_epochs=20, tol=1e-300,
+                         stop="err", warn=False)  # fmt: skip
+            np.testing.assert_allclose(
+                lines[1].get_ydata(), np.maximum(run.errors - err_min, 1e-12)
+            )
+    assert "BGD (1 update an epoch) diverges" in update(eta=0.03, batch_size=1)
+    assert "IGD (60 updates an epoch) diverges" not in update(eta=0.03, batch_size=1)

@@ -31,6 +31,7 @@ from PIL import Image
 
 from . import plotting
 from .datasets import rosenbrock, rosenbrock_grad
+from .delta_rule import bgd, igd, lls, lms, mbgd, sq_error
 from .gradient_descent import gd
 from .logistic import logistic_regression
 from .perceptron import pt
@@ -43,6 +44,8 @@ RANGES = {
     "momentum_eta": (1e-4, 1e-2),
     "momentum_alpha": (0.0, 0.99),
     "logistic_eta": (1e-4, 1.0),
+    "lms_eta": (1e-3, 1.0),
+    "batch_eta": (1e-4, 0.03),
 }
 
 #: Set (to anything but "") by the book's build: slider panels become frame panels.
@@ -364,6 +367,90 @@ def logistic_demo(X, y, steps=500, ax=None):
         return status
 
     update.artists = [line, ax.title]
+    return ax.figure, update
+
+
+def lms_eta_demo(X, d, w_true, jump=None, window=300, ax=None):
+    """LMS on a stream with a chosen η: how far its weights are from the system's, over time.
+
+    X (T, p) inputs x(t); d (T,) desired outputs; w_true (T, p+1) the system's weights at
+    each t (bias first); ``jump``: the t at which the system changes, if it does. The
+    status gives the memory τ ≈ 1/(ηλ) for the median eigenvalue λ of R = E[x xᵀ], the mean
+    distance over the ``window`` samples after the jump (how fast LMS follows) and over the
+    last quarter (how much the noise shakes it). Returns (fig, update) with update(eta).
+    """
+    ax = _new_ax(ax, (7, 3.6))
+    T = len(X)
+    Xa = np.column_stack([np.ones(T), X])
+    lam = float(np.median(np.linalg.eigvalsh(Xa.T @ Xa / T)))
+    t = np.arange(1, T + 1)
+    (line,) = ax.plot([], [], color=plotting.OKABE_ITO["blue"], lw=0.8)
+    if jump is not None:
+        ax.axvline(jump, color="0.5", ls=":", lw=1)
+    ax.set(xlim=(0, T), ylim=(1e-3, 1e2), yscale="log", xlabel="time step $t$")
+    ax.set_ylabel(r"$\|\mathbf{w}(t) - \mathbf{w}_{\mathrm{system}}(t)\|$")
+
+    def update(eta: float) -> str:
+        """Run LMS with this η and redraw the distance; return the status line."""
+        try:
+            run = lms(X, d, eta)
+            with np.errstate(over="ignore", invalid="ignore"):
+                dist = np.linalg.norm(run.ws[1:] - w_true, axis=1)
+            blown = not np.all(dist < 1e6)
+        except ValueError:  # the weights overflowed
+            blown = True
+        if blown:
+            line.set_data([], [])
+            status = f"η = {eta:g}: the weights blow up (η too large for these inputs)"
+        else:
+            line.set_data(t, np.clip(dist, 1e-3, 1e2))
+            status = f"η = {eta:g}: memory ≈ {1 / (eta * lam):.0f} samples"
+            if jump is not None:
+                status += f"; after the jump {dist[jump : jump + window].mean():.2f}"
+            status += f"; at the end {dist[-(T // 4) :].mean():.3f}"
+        ax.set_title(status, fontsize="small")
+        return status
+
+    update.artists = [line, ax.title]
+    return ax.figure, update
+
+
+def batch_size_demo(X, c, epochs=50, ax=None):
+    """BGD, mini-batch and IGD with the same η: Err − min Err after each epoch.
+
+    X (n, p), c (n,). The mini-batch line follows the batch size b; BGD is b = n, IGD b = 1.
+    Returns (fig, update) with update(eta, batch_size) -> status.
+    """
+    ax = _new_ax(ax, (7, 3.6))
+    n = len(X)
+    err_min = sq_error(lls(X, c), X, c)
+    styles = (("blue", "BGD (b = n)"), ("green", "mini-batch"), ("vermillion", "IGD (b = 1)"))
+    lines = [
+        ax.plot([], [], color=plotting.OKABE_ITO[color], lw=1.5, label=label)[0]
+        for color, label in styles
+    ]
+    ax.set(xlim=(0, epochs), ylim=(1e-12, 1e4), yscale="log", xlabel="epoch")
+    ax.set_ylabel(r"$\mathrm{Err}(\mathbf{w}) - \min\,\mathrm{Err}$")
+    ax.legend(loc="lower left", fontsize="small")
+
+    def update(eta: float, batch_size: int) -> str:
+        """Run the three with this η and b and redraw; return the status line."""
+        b = int(batch_size)
+        kw = dict(eta=eta, max_epochs=epochs, tol=1e-300, stop="err", warn=False)
+        runs = (bgd(X, c, **kw), mbgd(X, c, batch_size=b, **kw), igd(X, c, **kw))
+        parts = []
+        names = ("BGD", f"b = {b}", "IGD")
+        for line, run, name, b_run in zip(lines, runs, names, (n, b, 1), strict=True):
+            gap = np.maximum(run.errors - err_min, 1e-12)
+            line.set_data(np.arange(len(gap)), gap)
+            end = "diverges" if run.diverged else f"{gap[-1]:.0e}"
+            updates = -(-n // b_run)
+            parts.append(f"{name} ({updates} update{'s' * (updates > 1)} an epoch) {end}")
+        status = f"η = {eta:g}, after {epochs} epochs: " + ", ".join(parts)
+        ax.set_title(status, fontsize="small")
+        return status
+
+    update.artists = [*lines, ax.title]
     return ax.figure, update
 
 
