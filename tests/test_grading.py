@@ -2,8 +2,9 @@
 
 The end-to-end test plants one submission for every trick we could think of, by a student
 who wants marks without the work or who wants to harm the grader, grades them all in one
-course folder, and checks each exact score. Lab 1 has 9 automatic points: ex1 pt_step 1+2,
-ex2 prediction 2, ex3 train 1+2, ex5 slider 1 (and 2 points graded by hand, ex4).
+course folder, and checks each exact score. Lab 1 has 7 automatic points: ex1 pt_step 1+2,
+ex2 prediction 0 (a check for the student), ex3 train 1+2, ex5 slider 1 (and 4 points graded
+by hand: the ex2 trace table 2, ex4 2).
 """
 
 import hashlib
@@ -365,7 +366,7 @@ except OSError:
 
 PT_STEP = "def pt_step(w, x, c, eta):\n"
 MARK = 4242  # sleep times that mark the processes a submission leaves behind
-CORRECT_EX5 = "eta_choice = 1.0\n"
+CORRECT_EX5 = "eta_choice = 0.112\n"
 
 HOOK = """get_ipython().input_transformers_post.append(lambda lines: ["pass\\n"])"""
 PATCHER = """import builtins, math
@@ -394,7 +395,7 @@ def pt_step(w, x, c, eta):
     return np.asarray(w).view(AlwaysArray)
 """
 SIGNALS = """import os, signal
-eta_choice = 1.0
+eta_choice = 0.112
 targets = [0, -1, 1, os.getpid(), os.getppid()]
 targets += [int(p) for p in os.listdir("/proc") if p.isdigit()]
 for pid in targets:
@@ -405,7 +406,7 @@ for pid in targets:
             pass
 """
 DAEMON = f"""import os, subprocess
-eta_choice = 1.0
+eta_choice = 0.112
 subprocess.Popen(["/bin/sleep", "{MARK}"], start_new_session=True)
 if os.fork() == 0:
     if os.fork() == 0:
@@ -414,7 +415,7 @@ if os.fork() == 0:
     os._exit(0)
 """
 FLOOD = f"""import os, time
-eta_choice = 1.0
+eta_choice = 0.112
 made = 0
 try:
     for _ in range(2000):
@@ -428,7 +429,7 @@ if made >= {sandbox.Limits().processes + 8}:
     eta_choice = 1e-9  # the process limit did not hold
 """
 FILL_TMP = """import os
-eta_choice = 1.0
+eta_choice = 0.112
 written = 0
 for k in range(20):
     try:
@@ -442,7 +443,7 @@ if written > 300 * 2**20:
     eta_choice = 1e-9  # /tmp was not limited
 """
 OUTPUT_FLOOD = """import os
-eta_choice = 1.0
+eta_choice = 0.112
 for _ in range(200):
     os.write(1, b"x" * 2**20)
 """
@@ -541,7 +542,7 @@ for port in (22, {port}):
     except OSError:
         pass
 pathlib.Path("/tmp/snoop-was-here").write_text("x")  # its own /tmp: must not reach ours
-eta_choice = 1.0 if not leaked else 1e-9  # full marks only if the sandbox held
+eta_choice = 0.112 if not leaked else 1e-9  # full marks only if the sandbox held
 """
 
 
@@ -561,19 +562,19 @@ def plant(submitted: Path, others: Path, course: Path, port: int) -> dict:
         expected[student] = score
 
     # honest work, and what the old grader already handled
-    case("correct", solved(), 9)
+    case("correct", solved(), 7)
     case("blank", nb_of("release"), 0)
-    case("wrong", solved({"ex1-code": PT_STEP + "    return w\n"}), 6)  # ex3 uses ours
-    case("loops", solved({"ex1-code": PT_STEP + "    while True:\n        pass\n"}), 6)
-    case("syntax", solved({"ex1-code": PT_STEP + "    return w +\n"}), 6)
+    case("wrong", solved({"ex1-code": PT_STEP + "    return w\n"}), 4)  # ex3 uses ours
+    case("loops", solved({"ex1-code": PT_STEP + "    while True:\n        pass\n"}), 4)
+    case("syntax", solved({"ex1-code": PT_STEP + "    return w +\n"}), 4)
     edited = solved()
     del edited["cells"][cell_index(edited, "ex1-visible")]  # a deleted test cell
     edited["cells"][cell_index(edited, "ex2-tests")]["source"] = "pass"  # an edited one
-    case("tampered", edited, 9)
+    case("tampered", edited, 7)
     stripped = solved()  # pasted into a new notebook: no ids, but the student's own code
     for cell in stripped["cells"]:
         cell["metadata"] = {}
-    case("stripped", stripped, 9)
+    case("stripped", stripped, 7)
     case("truncated", json.dumps(solved())[:5000], 0)
     case(
         "hog",
@@ -595,7 +596,7 @@ def plant(submitted: Path, others: Path, course: Path, port: int) -> dict:
                 "ex3-code": "def train(X, c, eta, max_epochs=100):\n    return np.zeros(3)\n",
             }
         ),
-        3,
+        1,
     )
     case(
         "always",
@@ -613,13 +614,13 @@ def plant(submitted: Path, others: Path, course: Path, port: int) -> dict:
     )
     case("forger", solved({"ex2-code": FORGER}), 3)
     # write it yourself
-    case("package", solved({"ex1-code": PACKAGE_STEP, "ex3-code": PACKAGE_TRAIN}), 3)
+    case("package", solved({"ex1-code": PACKAGE_STEP, "ex3-code": PACKAGE_TRAIN}), 1)
     # a known limit: a copy of the package's function made before the check starts keeps
     # its code, like pasting the package's source (see docs/decisions.md)
-    case("codecopy", solved({"ex3-code": CODECOPY}), 9)
+    case("codecopy", solved({"ex3-code": CODECOPY}), 7)
     # the test's own data: changed arguments are a wrong answer, never copied back
-    case("rewriter", solved({"ex1-code": NOT_DONE, "ex3-code": REWRITER}), 3)
-    case("mutator", solved({"ex1-code": MUTATOR}), 6)
+    case("rewriter", solved({"ex1-code": NOT_DONE, "ex3-code": REWRITER}), 1)
+    case("mutator", solved({"ex1-code": MUTATOR}), 4)
     # a value whose size the wire did not count
     case("ranger", solved({"ex2-code": RANGER}), 7)
     # answers that would cost the grader's own process time or memory (round 3)
@@ -636,13 +637,13 @@ def plant(submitted: Path, others: Path, course: Path, port: int) -> dict:
     ]  # fmt: skip
     case("chatter", chatter, 9)
     # a written answer that would run in the instructor's browser (graded by hand)
-    case("xss", solved({"ex4-answer": XSS}), 9)
+    case("xss", solved({"ex4-answer": XSS}), 7)
     # harm to the grader or to others
-    case("signals", solved({"ex5-code": SIGNALS}), 9)
-    case("daemon", solved({"ex5-code": DAEMON}), 9)
-    case("flood", solved({"ex5-code": FLOOD}), 9)
-    case("filltmp", solved({"ex5-code": FILL_TMP}), 9)
-    case("outflood", solved({"ex5-code": OUTPUT_FLOOD}), 8)
+    case("signals", solved({"ex5-code": SIGNALS}), 7)
+    case("daemon", solved({"ex5-code": DAEMON}), 7)
+    case("flood", solved({"ex5-code": FLOOD}), 7)
+    case("filltmp", solved({"ex5-code": FILL_TMP}), 7)
+    case("outflood", solved({"ex5-code": OUTPUT_FLOOD}), 6)
     secrets = [
         str(LABS / "source" / LAB / f"{LAB}.ipynb"),
         str(course / "source" / LAB / f"{LAB}.ipynb"),
@@ -654,7 +655,7 @@ def plant(submitted: Path, others: Path, course: Path, port: int) -> dict:
     case(
         "snoop",
         solved({"ex5-code": SNOOP.format(secrets=secrets, writable=writable, port=port)}),
-        9,
+        7,
     )
     # files, not links; cells as nbgrader made them
     source = LABS / "source" / LAB / f"{LAB}.ipynb"
@@ -668,7 +669,7 @@ def plant(submitted: Path, others: Path, course: Path, port: int) -> dict:
     copied = solved()
     index = cell_index(copied, "ex1-visible")
     copied["cells"].insert(index, json.loads(json.dumps(copied["cells"][index])))
-    case("copied", copied, 9)
+    case("copied", copied, 7)
     inflated = solved()
     inflated["cells"][cell_index(inflated, "ex1-visible")]["metadata"]["nbgrader"]["points"] = 100
     inflated["cells"].append(
@@ -689,10 +690,10 @@ def plant(submitted: Path, others: Path, course: Path, port: int) -> dict:
             },
         }
     )
-    case("inflated", inflated, 9)
+    case("inflated", inflated, 7)
     shuffled = solved()
     shuffled["cells"].reverse()
-    case("shuffled", shuffled, 9)
+    case("shuffled", shuffled, 7)
     return expected
 
 
@@ -886,7 +887,7 @@ def test_a_second_run_grades_only_what_is_new_and_regrade_keeps_manual_scores(gr
     again = grade.grade(submissions, course, jobs=2, limits=LIMITS, progress=False)
     assert again["graded"] == [] and len(again["already graded"]) == len(graded["expected"])
     row = next(r for r in rows_of(course) if r["student"] == "correct" and r["lab"] == LAB)
-    assert (row["automatic"], row["manual"], row["total"]) == ("9.0", "2.0", "11.0")
+    assert (row["automatic"], row["manual"], row["total"]) == ("7.0", "2.0", "9.0")
     # a new version of one notebook is not graded silently...
     path = submissions / "submitted" / "wrong" / LAB / f"{LAB}.ipynb"
     path.write_text(json.dumps(solved()))
@@ -916,8 +917,8 @@ def test_a_second_run_grades_only_what_is_new_and_regrade_keeps_manual_scores(gr
     assert source.read_text() == kept
     assert sorted(r["student"] for r in regraded["graded"]) == ["correct", "wrong"]
     rows = {r["student"]: r for r in rows_of(course) if r["lab"] == LAB}
-    assert rows["wrong"]["automatic"] == "9.0"
-    assert rows["correct"]["total"] == "11.0"
+    assert rows["wrong"]["automatic"] == "7.0"
+    assert rows["correct"]["total"] == "9.0"
 
 
 @pytest.mark.slow
@@ -1025,9 +1026,9 @@ def test_unsafe_mode_still_computes_verdicts_outside(tmp_path):
     source = nb_of("source")
     result = verdicts.evaluate(source, solved({"ex1-code": PATCHER}), LIMITS, unsafe=True)
     score = sum(c.get("score", 0) for c in result["cells"])
-    # ex2 and ex5 only: ex1 is wrong, and the patched np.array_equal stops its own train
-    # after one epoch (even with the instructor's pt_step in place)
-    assert score == 3
+    # ex5 only (ex2 is worth no points): ex1 is wrong, and the patched np.array_equal stops
+    # its own train after one epoch (even with the instructor's pt_step in place)
+    assert score == 1
 
 
 @pytest.mark.slow
@@ -1039,7 +1040,7 @@ def test_grading_runs_on_a_dask_cluster(tmp_path, monkeypatch):
 
     monkeypatch.setenv("PYTHONPATH", str(LABS))  # the workers import labtools
     submissions, course = tmp_path / "in", tmp_path / "course"
-    expected = {"correct": 9, "wrong": 6, "blank": 0}
+    expected = {"correct": 7, "wrong": 4, "blank": 0}
     notebooks = {
         "correct": solved(),
         "wrong": solved({"ex1-code": PT_STEP + "    return w\n"}),
@@ -1079,7 +1080,7 @@ def test_manual_grading_in_formgrader_reaches_the_export_and_the_feedback(tmp_pa
     path.write_text(json.dumps(solved()))
     grade.grade(submissions, course, limits=LIMITS, progress=False)
     before = next(r for r in rows_of(course) if r["lab"] == LAB)
-    assert (before["automatic"], before["manual"], before["total"]) == ("9.0", "0.0", "9.0")
+    assert (before["automatic"], before["manual"], before["total"]) == ("7.0", "0.0", "7.0")
     with Gradebook(grade.db_url(course)) as gb:
         notebook_id = gb.find_submission_notebook(LAB, LAB, "ada").id
     with socket.socket() as probe:
@@ -1106,9 +1107,9 @@ def test_manual_grading_in_formgrader_reaches_the_export_and_the_feedback(tmp_pa
         process.communicate(timeout=30)
     grade.export(course)
     after = next(r for r in rows_of(course) if r["lab"] == LAB)
-    assert (after["automatic"], after["manual"], after["total"]) == ("9.0", "1.5", "10.5")
+    assert (after["automatic"], after["manual"], after["total"]) == ("7.0", "1.5", "8.5")
     assert after["status"] == "graded"
     grade.generate_feedback(course, [LAB])
     html = (course / "feedback" / "ada" / LAB / f"{LAB}.html").read_text()
     assert "Right idea: the scale of w does not move the hyperplane." in html
-    assert "10.5 / 11" in html
+    assert "8.5 / 11" in html
