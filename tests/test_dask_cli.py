@@ -26,7 +26,7 @@ from labtools.layout import UsageError
 from test_grading import LAB, LABS, PT_STEP, nb_of, need_sandbox, rows_of, solved
 
 DASK = Path(sys.executable).with_name("dask")
-CLASS = {"correct": 9.0, "wrong": 6.0, "blank": 0.0}  # Lab 1's automatic points
+CLASS = {"correct": 7.0, "wrong": 4.0, "blank": 0.0}  # Lab 1's automatic points
 
 
 def write_class(folder):

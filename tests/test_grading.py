@@ -477,7 +477,7 @@ RAW_ANSWER = (
 def _send(message):
     _wire.write_frame(4, b'{{"id": "' + message["id"].encode() + b'", "value": ' + {body} + b'}}')
 _agent["send"] = _send
-eta_choice = 1.0
+eta_choice = 0.112
 """
 )
 # every key hashes to 0: building the dict takes time quadratic in the number of keys
@@ -492,14 +492,14 @@ HUGE_FRAME = (
     AGENT
     + """import struct, os
 _agent["send"] = lambda message: os.write(4, struct.pack(">Q", 2**40))  # a terabyte announced
-eta_choice = 1.0
+eta_choice = 0.112
 """
 )
 # the agent's cut of printed output is the student's to remove: the grader cuts again
 CHATTER = (
     AGENT
     + """_agent["MAX_OUTPUT"] = 10**12
-eta_choice = 1.0
+eta_choice = 0.112
 print("x" * 3_000_000)
 """
 )
@@ -624,18 +624,18 @@ def plant(submitted: Path, others: Path, course: Path, port: int) -> dict:
     # a value whose size the wire did not count
     case("ranger", solved({"ex2-code": RANGER}), 7)
     # answers that would cost the grader's own process time or memory (round 3)
-    case("collider", solved({"ex5-code": COLLIDER}), 8)
-    case("deep", solved({"ex5-code": DEEP}), 8)
-    case("bomb", solved({"ex5-code": BOMB}), 8)
-    case("notutf8", solved({"ex5-code": NOT_UTF8}), 8)
-    case("hugeframe", solved({"ex5-code": HUGE_FRAME}), 8)
+    case("collider", solved({"ex5-code": COLLIDER}), 6)
+    case("deep", solved({"ex5-code": DEEP}), 6)
+    case("bomb", solved({"ex5-code": BOMB}), 6)
+    case("notutf8", solved({"ex5-code": NOT_UTF8}), 6)
+    case("hugeframe", solved({"ex5-code": HUGE_FRAME}), 6)
     chatter = solved({"ex5-code": CHATTER})
     chatter["cells"] += [
         {"cell_type": "code", "metadata": {}, "source": CHATTER_CELL, "outputs": [],
          "execution_count": None}
         for _ in range(60)
     ]  # fmt: skip
-    case("chatter", chatter, 9)
+    case("chatter", chatter, 7)
     # a written answer that would run in the instructor's browser (graded by hand)
     case("xss", solved({"ex4-answer": XSS}), 7)
     # harm to the grader or to others
@@ -786,7 +786,7 @@ def test_grades_csv_is_complete_with_a_row_per_student_and_lab(graded):
 
 def test_statuses_tell_the_instructor_what_happened(graded):
     status = {r["student"]: r["status"] for r in rows_of(graded["course"]) if r["lab"] == LAB}
-    assert status["correct"] == "graded; 2 points wait for manual grading"
+    assert status["correct"] == "graded; 4 points wait for manual grading"
     assert status["truncated"].startswith("unreadable notebook")
     assert "lost its nbgrader metadata" in status["stripped"]
     assert status["linker"] == "refused: the notebook is a symbolic link"
@@ -944,7 +944,7 @@ def test_a_thousand_sleeping_cells_cost_the_notebook_limit_and_no_more(tmp_path)
     grade.grade(submissions, course, jobs=2, limits=limits, progress=False)
     elapsed = time.monotonic() - start
     rows = {r["student"]: r for r in rows_of(course) if r["lab"] == LAB}
-    assert {s: float(r["automatic"]) for s, r in rows.items()} == {"sleeper": 9, "ada": 9, "bo": 9}
+    assert {s: float(r["automatic"]) for s, r in rows.items()} == {"sleeper": 7, "ada": 7, "bo": 7}
     status = rows["sleeper"]["status"]
     assert (
         "stopped: the notebook ran longer than its time limit (notebook_seconds = 20 s)" in status

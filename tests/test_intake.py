@@ -375,11 +375,11 @@ def test_a_canvas_zip_and_a_moodle_zip_are_graded_each_student_apart(tmp_path):
         table = {r["student"]: r for r in csv.DictReader(f) if r["lab"] == LAB}
     scores = {s: float(r["automatic"]) for s, r in table.items()}
     assert scores == {
-        "12345": 9, "222": 9, "444": 6, "555": 0, "777": 0,
-        "jane.doe": 9, "jose.nunez": 6, "sam.lee": 0, "bob.stone": 0,
+        "12345": 7, "222": 7, "444": 4, "555": 0, "777": 0,
+        "jane.doe": 7, "jose.nunez": 4, "sam.lee": 0, "bob.stone": 0,
     }  # fmt: skip
     status = {s: r["status"] for s, r in table.items()}
-    assert status["12345"] == status["222"] == "graded; 2 points wait for manual grading"
+    assert status["12345"] == status["222"] == "graded; 4 points wait for manual grading"
     assert status["555"].startswith("refused: 2 files name this student for this lab")
     assert status["777"].startswith("refused: the zip entry '../evil_777_1_")
     assert status["sam.lee"].startswith("refused: 2 files name this student for this lab")
