@@ -990,7 +990,7 @@ def test_a_run_that_is_killed_resumes_where_it_stopped(tmp_path):
     assert finished.returncode == 0, finished.stderr[-2000:]
     assert f"{4 - done} notebooks graded now, {done} already graded" in finished.stdout
     rows = [r for r in rows_of(course) if r["lab"] == LAB]
-    assert [r["automatic"] for r in rows] == ["9.0"] * 4
+    assert [r["automatic"] for r in rows] == ["7.0"] * 4
 
 
 def test_clear_errors_before_anything_is_graded(tmp_path):
