@@ -289,7 +289,7 @@ def mbgd(
     with np.errstate(over="ignore", invalid="ignore"):  # a too large η overflows: run notices
         for t in range(1, max_epochs + 1):  # 2-3. repeat, t = t + 1
             visit = np.arange(n) if order == "cyclic" else rng.permutation(n)
-            for start in range(0, n, b):  # 4. FOREACH mini-batch B of b examples
+            for start in range(0, n, b):  # 3-4. FOREACH mini-batch B of b examples, in order
                 B = visit[start : start + b]
                 error = c[B] - Xa[B] @ w  # 5. error = c(x) - wᵀx for every x in B
                 w = w + eta * (error @ Xa[B])  # 6-7. w = w + Σ_B η · error · x

@@ -76,6 +76,15 @@ def linear_slider(description, value, low, high, step=0.01):
     return widgets.FloatSlider(value=value, min=low, max=high, step=step, description=description)
 
 
+def choice_slider(description, values, value):
+    """A slider over the given values (e.g. batch sizes), starting at ``value``."""
+    import ipywidgets as widgets
+
+    return widgets.SelectionSlider(
+        options=[(f"{v:g}", v) for v in values], value=value, description=description
+    )
+
+
 class FigureRenderer:
     """Render a figure to PNG quickly, again and again, while only some artists change.
 
