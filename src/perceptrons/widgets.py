@@ -385,8 +385,10 @@ def lms_eta_demo(X, d, w_true, jump=None, window=300, ax=None):
     X (T, p) inputs x(t); d (T,) desired outputs; w_true (T, p+1) the system's weights at
     each t (bias first); ``jump``: the t at which the system changes, if it does. The
     status gives the memory τ ≈ 1/(ηλ) for the median eigenvalue λ of R = E[x xᵀ], the mean
-    distance over the ``window`` samples after the jump (how fast LMS follows) and over the
-    last quarter (how much the noise shakes it). Returns (fig, update) with update(eta).
+    distance over the ``window`` samples after the jump (how fast LMS follows) and the spread
+    of the weights about the system's over the last quarter (how much the noise shakes
+    them: the standard deviation, averaged over the weights). Returns (fig, update) with
+    update(eta).
     """
     ax = _new_ax(ax, (7, 3.6))
     T = len(X)
@@ -416,7 +418,8 @@ def lms_eta_demo(X, d, w_true, jump=None, window=300, ax=None):
             status = f"η = {eta:g}: memory ≈ {1 / (eta * lam):.0f} samples"
             if jump is not None:
                 status += f"; after the jump {dist[jump : jump + window].mean():.2f}"
-            status += f"; at the end {dist[-(T // 4) :].mean():.3f}"
+            spread = np.std(run.ws[1:][-(T // 4) :] - w_true[-(T // 4) :], axis=0).mean()
+            status += f"; spread at the end {spread:.3f}"
         ax.set_title(status, fontsize="small")
         return status
 
