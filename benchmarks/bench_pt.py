@@ -1,4 +1,5 @@
-"""Time `perceptrons.pt` against scikit-learn's Perceptron and against the plain loop.
+"""Time `perceptrons.pt`, as the book shows it and with `fast=True`, against scikit-learn's
+Perceptron and against the plain loop.
 
     .venv/bin/python benchmarks/bench_pt.py
 
@@ -11,11 +12,12 @@ Two kinds of data, p = 20, n = 10⁴ and 10⁵, in one run:
 - noisier (30 % flipped, n = 10⁴ only): nearly every other visit is a mistake, where
   skipping cannot pay for itself; shown so that the cost of that case is on record.
 
-"plain loop" is PT written from the pseudocode one example at a time (no skipping), the way
-Lab 1 writes it; it must give the same weights, bit for bit. PT runs with history=False, as
-neither reference records a history. The three run in turn, several rounds, so that a
-change in the machine's load hits all three alike; prints the median times and the median
-of each round's ratios pt / scikit-learn and pt / plain loop (below 1: pt is faster).
+"plain loop" is PT written from the pseudocode one example at a time with plain numpy (no
+result object, no checks), the way Lab 1 writes it; `pt` and `pt(fast=True)` must give the
+same weights, bit for bit. PT runs with history=False, as neither reference records a
+history. The four run in turn, several rounds, so that a change in the machine's load hits
+all alike; prints the median times and the median of each round's ratios (below 1: the
+first is faster).
 """
 
 import time
@@ -59,6 +61,8 @@ def row(data, n, repeat):
         X, c = P.noisy(n, p=20, flip=0.1 if data == "noisy" else 0.3, rng=0, labels="pm1")
         budget = 5
     res = P.pt(X, c, max_epochs=budget, history=False, warn=False)
+    fast = P.pt(X, c, max_epochs=budget, history=False, warn=False, fast=True)
+    assert np.array_equal(fast.w, res.w), "fast=True found different weights"
     skl = Perceptron(eta0=1.0, alpha=0.0, shuffle=False, tol=None, max_iter=res.epochs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -71,28 +75,37 @@ def row(data, n, repeat):
             [
                 (
                     seconds(lambda: P.pt(X, c, max_epochs=budget, history=False, warn=False)),
+                    seconds(
+                        lambda: P.pt(X, c, max_epochs=budget, history=False, warn=False, fast=True)
+                    ),
                     seconds(lambda: skl.fit(X, c)),
                     seconds(lambda: plain_pt(X, c, res.epochs)),
                 )
                 for _ in range(repeat)
             ]
-        )  # (repeat, 3): pt, scikit-learn, plain loop
-    t_pt, t_skl, t_plain = np.median(times, axis=0)
-    cells = (data, n, res.epochs, res.mistakes, 1e3 * t_pt, 1e3 * t_skl, 1e3 * t_plain)
-    ratios = np.median(times[:, :1] / times[:, 1:], axis=0)  # pt / scikit-learn, pt / plain
+        )  # (repeat, 4): pt, pt fast, scikit-learn, plain loop
+    t_pt, t_fast, t_skl, t_plain = np.median(times, axis=0)
+    cells = (data, n, res.epochs, res.mistakes, *(1e3 * np.array([t_pt, t_fast, t_skl, t_plain])))
+    ratios = (
+        np.median(times[:, 0] / times[:, 2]),  # pt / scikit-learn
+        np.median(times[:, 1] / times[:, 2]),  # fast / scikit-learn
+        np.median(times[:, 0] / times[:, 3]),  # pt / plain loop
+        np.median(times[:, 1] / times[:, 3]),  # fast / plain loop
+    )
     return cells + tuple(float(r) for r in ratios)
 
 
 def main():
-    header = ("data", "n", "epochs", "updates", "pt [ms]", "sklearn [ms]", "plain [ms]")
-    print("".join(f"{h:>13}" for h in header + ("pt/sklearn", "pt/plain")))
+    header = ("data", "n", "epochs", "updates", "pt [ms]", "fast [ms]", "sklearn [ms]")
+    header += ("plain [ms]", "pt/sklearn", "fast/sklearn", "pt/plain", "fast/plain")
+    print("".join(f"{h:>13}" for h in header))
     sizes = ((10_000, 7), (100_000, 5))
     for data, n, repeat in [(d, n, r) for d in ("separable", "noisy") for n, r in sizes] + [
         ("noisier", 10_000, 7)
     ]:
         cells = row(data, n, repeat)
-        text = [f"{v:>13}" if not isinstance(v, float) else f"{v:>13.1f}" for v in cells[:7]]
-        print("".join(text) + "".join(f"{v:>13.2f}" for v in cells[7:]), flush=True)
+        text = [f"{v:>13}" if not isinstance(v, float) else f"{v:>13.1f}" for v in cells[:8]]
+        print("".join(text) + "".join(f"{v:>13.2f}" for v in cells[8:]), flush=True)
 
 
 if __name__ == "__main__":

@@ -46,11 +46,12 @@ def linearly_separable(X, c):
     return res.status == 0
 
 
+@pytest.mark.parametrize("fast", [False, True])
 @pytest.mark.parametrize("labels", ["01", "pm1"])
 @pytest.mark.parametrize("seed", range(5))
-def test_pt_matches_one_at_a_time_loop_bit_for_bit(labels, seed):
+def test_pt_matches_one_at_a_time_loop_bit_for_bit(labels, seed, fast):
     X, c, _ = P.separable(300, p=5, margin=0.02, rng=seed, labels=labels)
-    res = P.pt(X, c, eta=0.7, max_epochs=500)
+    res = P.pt(X, c, eta=0.7, max_epochs=500, fast=fast)
     visits = [np.arange(len(X))] * 500
     w, mistakes, epochs = textbook_pt(X, c, 0.7, np.zeros(6), 500, visits)
     assert res.converged
@@ -190,15 +191,16 @@ def test_no_warning_when_pt_converges():
         P.pt(X, c)
 
 
+@pytest.mark.parametrize("fast", [False, True])
 @pytest.mark.parametrize("eta", [1.0, 0.1, 0.3])
 @pytest.mark.parametrize("order", ["cyclic", "random"])
-def test_pt_matches_the_loop_on_data_full_of_ties(eta, order):
+def test_pt_matches_the_loop_on_data_full_of_ties(eta, order, fast):
     # integer inputs put many examples exactly on the hyperplane (wᵀx = 0), where the two
     # label conventions differ and where rounding decides for η = 0.1 or 0.3
     X = np.array([[0, 0], [0, 1], [1, 0], [1, 1], [2, 1], [1, 2], [0, 2], [2, 0]], float)
     c = np.array([0, 0, 0, 1, 1, 1, 0, 1])
     for labels in (c, 2 * c - 1):
-        res = P.pt(X, labels, eta=eta, max_epochs=300, order=order, rng=3, warn=False)
+        res = P.pt(X, labels, eta=eta, max_epochs=300, order=order, rng=3, warn=False, fast=fast)
         rng = np.random.default_rng(3)
         visits = [np.arange(8) if order == "cyclic" else rng.permutation(8) for _ in range(300)]
         w, mistakes, epochs = textbook_pt(X, labels, eta, np.zeros(3), 300, visits)
@@ -235,6 +237,26 @@ def test_pt_without_history_makes_the_same_run():
     assert full.ws.shape == (full.mistakes + 1, 4) and full.updated.shape == (full.mistakes,)
     with pytest.raises(TypeError, match="history"):
         P.pt(X, c, history="no")
+    with pytest.raises(TypeError, match="fast"):
+        P.pt(X, c, fast="yes")
+
+
+def test_the_fast_path_makes_the_same_run_with_every_option():
+    X, c = P.noisy(400, p=3, flip=0.1, rng=5)
+    for kw in ({}, {"order": "random", "rng": 2}, {"history": False}, {"w0": [1.0, -2, 0, 3]}):
+        plain = P.pt(X, c, eta=0.3, max_epochs=30, warn=False, **kw)
+        fast = P.pt(X, c, eta=0.3, max_epochs=30, warn=False, fast=True, **kw)
+        assert np.array_equal(plain.w, fast.w), kw
+        assert (plain.mistakes, plain.epochs, plain.converged) == (
+            fast.mistakes,
+            fast.epochs,
+            fast.converged,
+        )
+        if plain.ws is not None:
+            assert np.array_equal(plain.ws, fast.ws) and np.array_equal(plain.updated, fast.updated)
+    with pytest.warns(P.ConvergenceWarning) as caught:
+        P.pt(X, c, max_epochs=2, fast=True)
+    assert caught[0].filename == __file__  # the warning points at the caller, as without fast
 
 
 def peak_memory_of_pt(X, c, **kw):
