@@ -21,12 +21,27 @@ Remove a fix whose problem is gone upstream; otherwise update its version.
 - Slider panels (`perceptrons.widgets.slider_panel`) compute live with a kernel; in the
   build they draw every frame in advance so the saved page can move them with no kernel.
   `sliders_as_frames` sets the variable that asks for that; kernels inherit it.
+
+Accessibility (WCAG 2.1 A/AA as axe-core checks it in tests/test_browser.py):
+
+- docutils marks each entry of the bibliography `role="doc-biblioentry"`, a role DPUB-ARIA
+  1.1 deprecated (it is no list item, so the `role="list"` around the entries also "lacks
+  its required children"). `citations_as_list_items` writes `role="listitem"` instead.
+- Label in name (WCAG 2.5.3): a control's accessible name must contain the text it shows.
+  myst-nb names every "Show code cell source" summary "Toggle hidden content";
+  `label_in_name` drops that aria-label, so the summary is named by what it shows. The
+  theme's search button ("Search Ctrl+K", named "Search") and colour-mode button (showing an
+  icon titled "Light", named "Color mode") come from the templates in `_ext/templates/`,
+  the theme's own with the one change each names at its top.
 """
 
 import os
 from importlib.metadata import version
+from pathlib import Path
 
 from sphinx.errors import ExtensionError
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 #: fix -> (the packages and versions it was written for, the upstream issue)
 TARGETS = {
@@ -48,6 +63,16 @@ TARGETS = {
         {"myst-nb": "1.4.0"},
         "https://github.com/executablebooks/MyST-NB/issues/690 (open); the newline per chunk "
         "came with https://github.com/executablebooks/MyST-NB/pull/604",
+    ),
+    "citations_as_list_items": (
+        {"docutils": "0.21.2"},
+        "no upstream issue found (docutils 0.23 still writes doc-biblioentry); the role's "
+        "deprecation: https://github.com/w3c/dpub-aria/pull/22",
+    ),
+    "label_in_name": (
+        {"myst-nb": "1.4.0", "pydata-sphinx-theme": "0.17.1"},
+        "no upstream issue found (searched myst-nb, pydata-sphinx-theme); the theme's icon "
+        "titles came with https://github.com/pydata/pydata-sphinx-theme/pull/1924",
     ),
 }
 
@@ -110,6 +135,52 @@ def sliders_as_frames(app, config):
     os.environ["PERCEPTRONS_SLIDER_FRAMES"] = "1"  # perceptrons.widgets.FRAMES_ENV
 
 
+def replace_in_visit(handlers, node, old, new, fix):
+    """Make the html visitor of `node` (a node class name) write `new` where it wrote `old`:
+    the visitor an extension registered in `handlers`, else the translator's own method. The
+    build stops, naming `fix`, if the visitor did not write `old` exactly once."""
+    registered = handlers.get(node)
+
+    def visit(self, element):
+        start = len(self.body)
+        if registered:
+            registered[0](self, element)
+        else:
+            getattr(type(self), f"visit_{node}")(self, element)
+        written = "".join(self.body[start:])
+        if written.count(old) != 1:
+            raise ExtensionError(
+                f"_ext/book_fixes.py: `{fix}` expected the `{node}` visitor to write {old!r} "
+                f"once; it wrote {written!r}. Check the fix against the new version."
+            )
+        self.body[start:] = [written.replace(old, new)]
+
+    handlers[node] = (visit, registered[1] if registered else None)
+
+
+def accessible_html(app):
+    handlers = app.registry.translation_handlers.setdefault("html", {})
+    replace_in_visit(
+        handlers,
+        "citation",
+        'role="doc-biblioentry"',
+        'role="listitem"',
+        "citations_as_list_items",
+    )
+    replace_in_visit(
+        handlers,
+        "HideCodeCellNode",
+        '<summary aria-label="Toggle hidden content">',
+        "<summary>",
+        "label_in_name",
+    )
+
+
+def theme_templates(app, config):
+    """Our templates first, before the themes' components (label_in_name)."""
+    config.templates_path.insert(0, str(TEMPLATES))
+
+
 def setup(app):
     check_targets()
     from myst_nb.core import render
@@ -118,7 +189,9 @@ def setup(app):
         raise ExtensionError("_ext/book_fixes.py: myst_nb.core.render has no coalesce_streams")
 
     render.coalesce_streams = merge_streams_exactly  # the one name render.py calls
+    app.connect("builder-inited", accessible_html)  # first: singlehtml copies html's visitors
     app.connect("builder-inited", html_visitors_for_singlehtml)
+    app.connect("config-inited", theme_templates)
     app.connect("html-page-context", fix_page, priority=900)  # after the others
     app.connect("config-inited", sliders_as_frames)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import browser
 import pytest
+import vendor_assets
 from _helpers import ROOT, STAND_IN_REPOSITORY, figure_names, toc_files
 from bs4 import BeautifulSoup
 
@@ -94,6 +95,33 @@ def directives(doc, name):
 def test_console_is_clean(site, doc):
     unexpected = [m for m in site["pages"][doc].console if not m.startswith(ALLOWED_CONSOLE)]
     assert unexpected == [], f"{doc}: console messages {unexpected}"
+
+
+@pytest.fixture(scope="module")
+def accessibility(site):
+    """axe-core's WCAG 2.1 A and AA violations on every page, as loaded by Chromium (with its
+    scripts run, math typeset and widgets drawn), for a reader who prefers the light and one
+    who prefers the dark colour scheme (the theme follows the reader's preference):
+    {page: ["(scheme) rule on page at `selector`: what is wrong"]}."""
+    found = {doc: [] for doc in DOCS}
+    with browser.Site(site["html"]) as server:
+        urls = {doc: server.url(f"{doc}.html") for doc in DOCS}
+        for scheme in ("light", "dark"):
+            checked = browser.accessibility(urls, vendor_assets.axe_core(), color_scheme=scheme)
+            for doc, violations in checked.items():
+                found[doc] += [f"({scheme}) {v}" for v in violations]
+    return found
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_every_page_is_accessible(accessibility, doc):
+    """No WCAG 2.1 A/AA violation that axe-core finds (tags wcag2a, wcag2aa, wcag21a,
+    wcag21aa): universities must publish accessible course material. Fix a violation where
+    it comes from (the chapter, _assets/, _ext/book_fixes.py for the theme or Sphinx), not by
+    leaving its rule out."""
+    found = accessibility[doc]
+    listed = "\n".join(f"  {v}" for v in found)
+    assert found == [], f"{doc}: {len(found)} WCAG 2.1 A/AA violations (axe-core)\n{listed}"
 
 
 def test_every_requested_local_file_exists(site):

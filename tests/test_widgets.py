@@ -70,6 +70,7 @@ def test_animation_html_carries_alt_text():
     anim = FuncAnimation(fig, lambda k: (line.set_data([0, k], [0, k]), line)[1:], frames=2)
     html = plotting.animation_html(anim, 'PT moves the "line"')
     assert '<img alt="PT moves the &quot;line&quot;" id=' in html
+    assert 'class="anim-slider" aria-label="Animation frame"' in html
 
 
 def test_animation_player_needs_no_icon_font_from_a_cdn():

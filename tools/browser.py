@@ -146,6 +146,70 @@ def playwright_chromium(**launch):
             browser.close()
 
 
+# axe-core's tags for the success criteria of WCAG 2.0 and 2.1, levels A and AA
+WCAG21_AA = ("wcag2a", "wcag2aa", "wcag21a", "wcag21aa")
+
+# A page is ready to check when MathJax has typeset it and every saved widget is drawn.
+_READY = """async () => {
+    if (window.MathJax?.startup?.promise) await window.MathJax.startup.promise;
+    const views = 'script[type="application/vnd.jupyter.widget-view+json"]';
+    return document.querySelectorAll(".widget-slider").length
+        >= document.querySelectorAll(views).length;
+}"""
+_AXE_RUN = """tags => axe.run(document, {
+    runOnly: {type: "tag", values: tags}, resultTypes: ["violations"]
+})"""
+
+
+@dataclass
+class Violation:
+    rule: str  # axe-core's rule id, e.g. "color-contrast"
+    page: str
+    target: str  # a CSS selector of the element
+    summary: str  # the rule's help text, then axe-core's explanation for this element
+
+    def __str__(self) -> str:
+        return f"{self.rule} on {self.page} at `{self.target}`: {self.summary}"
+
+
+def accessibility(
+    urls: dict[str, str],
+    axe_script: Path,
+    tags=WCAG21_AA,
+    color_scheme: str = "light",
+    width: int = 1280,
+) -> dict[str, list[Violation]]:
+    """Run axe-core (the script `axe_script`, e.g. vendor_assets.axe_core()) on each page of
+    `urls` ({name: url}) after its math and widgets are drawn, for a reader who prefers
+    `color_scheme` ("light" or "dark"; the theme follows it), at window `width`; return each
+    page's violations of the rules tagged `tags`, one per element."""
+    found = {}
+    with playwright_chromium() as chromium:
+        page = chromium.new_page(
+            viewport={"width": width, "height": 900}, color_scheme=color_scheme
+        )
+        for name, url in urls.items():
+            page.goto(url, wait_until="load")
+            page.wait_for_function(_READY, timeout=60_000)
+            shown = page.evaluate("document.documentElement.dataset.theme")
+            if shown != color_scheme:  # the theme no longer follows the reader's preference
+                raise RuntimeError(f"{name} is shown in the {shown} theme, not {color_scheme}")
+            page.add_script_tag(path=str(axe_script))
+            result = page.evaluate(_AXE_RUN, list(tags))
+            found[name] = [
+                Violation(
+                    rule["id"],
+                    name,
+                    " >>> ".join(" ".join(t) if isinstance(t, list) else t for t in node["target"]),
+                    " ".join(f"{rule['help']}. {node.get('failureSummary', '')}".split()),
+                )
+                for rule in result["violations"]
+                for node in rule["nodes"]
+            ]
+        page.close()
+    return found
+
+
 @dataclass
 class Page:
     dom: str  # the document after its scripts ran

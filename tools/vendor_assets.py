@@ -10,6 +10,11 @@ load are copied into `_assets/vendor/`, which the site publishes as `_static/ven
 `_config.yml` points at (`mathjax_path`, `nb_ipywidgets_js`). The browser test
 (tests/test_browser.py) fails if a page asks for a file that is missing here.
 
+The browser test also needs one library the site must not publish: axe-core, the
+accessibility checker it runs on every page. `axe_core()` fetches it the same way, pinned
+and checked, into the git-ignored `tests/vendor/` (outside `_assets/`, which Sphinx copies
+into the site).
+
 Only the standard library is used: tasks.py runs this before the virtual environment exists.
 """
 
@@ -28,6 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 VENDOR = ROOT / "_assets" / "vendor"
+TEST_VENDOR = ROOT / "tests" / "vendor"
 REGISTRY = "https://registry.npmjs.org"
 
 # package: (version, npm integrity, {file pattern in the package: folder under vendor/})
@@ -55,7 +61,15 @@ PACKAGES = {
         {"require.js": "requirejs"},
     ),
 }
-MANIFEST = VENDOR / "manifest.json"
+
+# What the tests load into the pages, never the site: the same form as PACKAGES.
+TEST_PACKAGES = {
+    "axe-core": (
+        "4.14.1",
+        "sha512-FHfa+lmNjQZfJz1q8wKqIDwC6DExcHt/pkjNQb09a3NPjCKg2rhu5qb2S4r76ASyFNNtuFooJpZe37OgudVGtQ==",
+        {"axe.min.js": "axe-core"},
+    ),
+}
 
 
 def tarball_url(name: str, version: str) -> str:
@@ -69,18 +83,20 @@ def check_integrity(data: bytes, integrity: str, name: str) -> None:
         raise RuntimeError(f"{name}: the downloaded tarball does not match its pinned hash")
 
 
-def matching(path: str, patterns: dict[str, str]) -> tuple[str, Path] | None:
+def matching(path: str, patterns: dict[str, str], vendor: Path = VENDOR) -> tuple[str, Path] | None:
     """The pattern that package file `path` (e.g. 'es5/x.js') matches and where it goes."""
     for pattern, folder in patterns.items():
         if fnmatch.fnmatchcase(path, pattern):
             # drop only the pattern's first folder, so that MathJax still finds its fonts
             # relative to its own script (vendor/mathjax/output/chtml/fonts/...)
             base = pattern.split("/")[0] + "/" if "/" in pattern else ""
-            return pattern, VENDOR / folder / path.removeprefix(base)
+            return pattern, vendor / folder / path.removeprefix(base)
     return None
 
 
-def fetch(name: str, version: str, integrity: str, patterns: dict[str, str]) -> list[str]:
+def fetch(
+    name: str, version: str, integrity: str, patterns: dict[str, str], vendor: Path = VENDOR
+) -> list[str]:
     url = tarball_url(name, version)
     print(f"Fetching {name}@{version}", flush=True)
     with urllib.request.urlopen(url, timeout=120) as response:
@@ -89,36 +105,51 @@ def fetch(name: str, version: str, integrity: str, patterns: dict[str, str]) -> 
     written, used = [], set()
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         for member in tar.getmembers():
-            found = member.isfile() and matching(member.name.removeprefix("package/"), patterns)
+            path = member.name.removeprefix("package/")
+            found = member.isfile() and matching(path, patterns, vendor)
             if not found:
                 continue
             used.add(found[0])
             dest = found[1]
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(tar.extractfile(member).read())
-            written.append(dest.relative_to(VENDOR).as_posix())
+            written.append(dest.relative_to(vendor).as_posix())
     if missing := set(patterns) - used:
         raise RuntimeError(f"{name}@{version} has no file matching {sorted(missing)}")
     return sorted(written)
 
 
-def vendor_assets() -> Path:
-    """Make `_assets/vendor/` hold exactly the pinned files; download only when they changed."""
-    wanted = {name: list(spec) for name, spec in PACKAGES.items()}
-    if MANIFEST.exists():
-        manifest = json.loads(MANIFEST.read_text())
+def vendor(packages: dict = PACKAGES, folder: Path = VENDOR) -> Path:
+    """Make `folder` hold exactly the pinned files of `packages`; download only when they
+    changed."""
+    manifest_file = folder / "manifest.json"
+    wanted = {name: list(spec) for name, spec in packages.items()}
+    if manifest_file.exists():
+        manifest = json.loads(manifest_file.read_text())
         if manifest["packages"] == wanted and all(
-            (VENDOR / f).is_file() for f in manifest["files"]
+            (folder / f).is_file() for f in manifest["files"]
         ):
-            return VENDOR
-    shutil.rmtree(VENDOR, ignore_errors=True)
+            return folder
+    shutil.rmtree(folder, ignore_errors=True)
     files = []
-    for name, (version, integrity, patterns) in PACKAGES.items():
-        files += fetch(name, version, integrity, patterns)
-    MANIFEST.write_text(json.dumps({"packages": wanted, "files": files}, indent=1) + "\n")
-    size = sum((VENDOR / f).stat().st_size for f in files)
-    print(f"Wrote {len(files)} files ({size / 1e6:.1f} MB) to _assets/vendor/", flush=True)
-    return VENDOR
+    for name, (version, integrity, patterns) in packages.items():
+        files += fetch(name, version, integrity, patterns, folder)
+    manifest_file.write_text(json.dumps({"packages": wanted, "files": files}, indent=1) + "\n")
+    size = sum((folder / f).stat().st_size for f in files)
+    where = folder.relative_to(ROOT).as_posix()
+    print(f"Wrote {len(files)} files ({size / 1e6:.1f} MB) to {where}/", flush=True)
+    return folder
+
+
+def vendor_assets() -> Path:
+    """The site's browser libraries in `_assets/vendor/` (PACKAGES)."""
+    return vendor(PACKAGES, VENDOR)
+
+
+def axe_core() -> Path:
+    """The axe-core script the browser test runs in each page (TEST_PACKAGES), fetched into
+    the git-ignored tests/vendor/ if it is not there yet."""
+    return vendor(TEST_PACKAGES, TEST_VENDOR) / "axe-core" / "axe.min.js"
 
 
 if __name__ == "__main__":

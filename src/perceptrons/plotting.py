@@ -121,6 +121,11 @@ def animation_html(anim, alt: str) -> str:
     html = html.replace(random_id, stable_id)
     alt = alt.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
     html = html.replace("<img id=", f'<img alt="{alt}" id=', 1)
+    # the frame slider has no label (WCAG 4.1.2); name it like the buttons beside it
+    slider = 'class="anim-slider"'
+    if html.count(slider) != 1:  # a matplotlib with another player: label its slider too
+        raise RuntimeError("the animation player has no single anim-slider to label")
+    html = html.replace(slider, f'{slider} aria-label="Animation frame"')
     # the player's buttons draw Font Awesome icons from a CDN stylesheet, blank offline;
     # plain characters serve (each button already has a title and an aria-label)
     html = re.sub(r'<link rel="stylesheet"\s+href="https://[^"]*font-awesome[^"]*">', "", html)
