@@ -117,12 +117,12 @@ def test_irls_on_separable_data_runs_far_out():
         ({"steps": 0}, ValueError, "steps"),
         ({"tol": 0.0}, ValueError, "tol"),
         ({"w0": [1.0, 2.0]}, ValueError, "w0"),
-        ({"y": [0.0, 2.0] * 60}, ValueError, "y"),
-        ({"y": [1.0] * 120}, ValueError, "both classes"),
+        ({"c": [0.0, 2.0] * 60}, ValueError, "`c`"),
+        ({"c": [1.0] * 120}, ValueError, "both classes"),
     ],
 )
 def test_irls_rejects_bad_input_by_name(kwargs, error, name):
     X, y = overlapping_classes()
-    kwargs = {"y": y, **kwargs}
+    kwargs = {"c": y, **kwargs}
     with pytest.raises(error, match=name):
         P.irls(X, **kwargs)

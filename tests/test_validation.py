@@ -37,7 +37,7 @@ def test_bad_X_is_named(name, X, match):
 
 @pytest.mark.parametrize("name", TRAINERS)
 def test_targets_of_wrong_length_are_named(name):
-    with pytest.raises(ValueError, match=r"`(c|y)` must have shape \(4,\)"):
+    with pytest.raises(ValueError, match=r"`c` must have shape \(4,\)"):
         TRAINERS[name](X_OK, np.array([0, 1, 1]))
 
 
@@ -69,7 +69,7 @@ def test_single_class_is_refused(name):
 
 
 def test_logistic_labels_must_be_zero_one():
-    with pytest.raises(ValueError, match=r"`y` must hold labels in \{0, 1\}"):
+    with pytest.raises(ValueError, match=r"`c` must hold labels in \{0, 1\}"):
         P.logistic_regression(X_OK, np.array([-1, 1, 1, -1]), eta=0.1)
 
 
@@ -144,7 +144,7 @@ def test_valid_random_problems_give_finite_results(X, data):
 
 
 def test_logistic_regression_needs_both_classes():
-    with pytest.raises(ValueError, match=r"`y` must contain both classes"):
+    with pytest.raises(ValueError, match=r"`c` must contain both classes"):
         P.logistic_regression(X_OK, np.ones(4), eta=0.1)
 
 

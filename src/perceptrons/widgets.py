@@ -353,22 +353,22 @@ def rosenbrock_demo(steps=500, ax=None):
     )
 
 
-def logistic_demo(X, y, steps=500, ax=None):
+def logistic_demo(X, c, steps=500, ax=None):
     """Logistic regression by gradient ascent with a chosen η: the 0.5 boundary on the data.
 
-    X (n, 2), y (n,) in {0, 1}. Returns (fig, update) with update(eta) -> status.
+    X (n, 2), c (n,) in {0, 1}. Returns (fig, update) with update(eta) -> status.
     """
     ax = _new_ax(ax, (5, 4.5))
-    plotting.plot_data(X, y, ax=ax)
+    plotting.plot_data(X, c, ax=ax)
     pad = 0.2 * (X.max() - X.min())
     lim = (X.min() - pad, X.max() + pad)
     ax.set(xlim=lim, ylim=lim, aspect="equal", xlabel="$x_1$", ylabel="$x_2$")
-    (line,) = ax.plot([], [], color=plotting.OKABE_ITO["black"], lw=2, label="P(y=1|x) = 0.5")
+    (line,) = ax.plot([], [], color=plotting.OKABE_ITO["black"], lw=2, label="P(c = 1 | x) = 0.5")
     ax.legend(loc="lower left", fontsize="small")
 
     def update(eta: float) -> str:
         """Fit with this η and move the boundary; return the status line."""
-        res = logistic_regression(X, y, eta=eta, steps=steps, tol=1e-4, warn=False)
+        res = logistic_regression(X, c, eta=eta, steps=steps, tol=1e-4, warn=False)
         pts = plotting.boundary_points(res.w, lim)
         line.set_data(*(pts.T if pts is not None else ([], [])))
         status = f"η = {eta:g}: {_status(res)}, log-likelihood {res.log_likelihoods[-1]:.2f}"
