@@ -22,6 +22,10 @@ Remove a fix whose problem is gone upstream; otherwise update its version.
   build they draw every frame in advance so the saved page can move them with no kernel.
   `sliders_as_frames` sets the variable that asks for that; kernels inherit it.
 
+- A plain `jb build .` (without `python3 tasks.py book`) would build a site whose math and
+  widgets load files that tasks.py fetches first: `vendored_assets_are_there` stops it with
+  a message that names `python3 tasks.py book`.
+
 Accessibility (WCAG 2.1 A/AA as axe-core checks it in tests/test_browser.py):
 
 - docutils marks each entry of the bibliography `role="doc-biblioentry"`, a role DPUB-ARIA
@@ -181,6 +185,20 @@ def theme_templates(app, config):
     config.templates_path.insert(0, str(TEMPLATES))
 
 
+def vendored_assets_are_there(app, config) -> None:
+    """A plain `jb build .` would make a site whose math and widgets load from files that
+    only `python3 tasks.py book` fetches (tools/vendor_assets.py): stop with that command
+    instead of building a site with broken math and no warning."""
+    static = Path(app.confdir) / "_assets"
+    wanted = [config.mathjax_path, *config.nb_ipywidgets_js]
+    missing = [name for name in wanted if not (static / name).is_file()]
+    if missing:
+        raise ExtensionError(
+            f"the site's browser libraries are missing ({', '.join(missing)} in _assets/); "
+            "build the book with `python3 tasks.py book`, which fetches them first"
+        )
+
+
 def setup(app):
     check_targets()
     from myst_nb.core import render
@@ -194,4 +212,5 @@ def setup(app):
     app.connect("config-inited", theme_templates)
     app.connect("html-page-context", fix_page, priority=900)  # after the others
     app.connect("config-inited", sliders_as_frames)
+    app.connect("config-inited", vendored_assets_are_there)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

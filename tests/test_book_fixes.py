@@ -60,3 +60,21 @@ def test_theme_templates_are_the_themes_own_but_for_the_label(name):
     ours = ours.replace("  <span class=\"visually-hidden\">{{ _('Color mode') }}</span>\n", "")
     upstream = re.sub(r' aria-label="\{\{ _\(\'(Search|Color mode)\'\) \}\}"', "", upstream)
     assert ours == upstream
+
+
+def test_a_plain_jupyter_book_build_without_the_vendored_files_names_tasks_py(tmp_path):
+    """`jb build .` without `tasks.py book` would give a site with broken math: it stops."""
+
+    class App:
+        confdir = str(tmp_path)
+
+    class Config:
+        mathjax_path = "vendor/mathjax/tex-mml-chtml.js"
+        nb_ipywidgets_js = {"vendor/requirejs/require.js": {}}
+
+    with pytest.raises(ExtensionError, match=r"python3 tasks.py book"):
+        fixes.vendored_assets_are_there(App(), Config())
+    for name in (Config.mathjax_path, *Config.nb_ipywidgets_js):
+        (tmp_path / "_assets" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "_assets" / name).write_text("//")
+    fixes.vendored_assets_are_there(App(), Config())  # all there: the build goes on
