@@ -459,7 +459,7 @@ def batch_size_demo(X, c, epochs=50, ax=None):
             updates = -(-n // b_run)
             parts.append(f"{name} ({updates} update{'s' * (updates > 1)} an epoch) {end}")
         status = f"η = {eta:g}, after {epochs} epochs: " + ", ".join(parts)
-        ax.set_title(status, fontsize="small")
+        ax.set_title(f"η = {eta:g}, b = {b}", fontsize="small")  # the status is too long
         return status
 
     update.artists = [*lines, ax.title]
