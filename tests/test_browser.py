@@ -266,7 +266,11 @@ def test_every_slider_panel_is_saved_with_its_frames(site):
     for doc in SLIDER_DOCS:
         frames, _ = saved_frames(site["html"] / f"{doc}.html")
         assert len(frames) == 1 and len(next(iter(frames.values()))) >= 10, doc
-    assert len(SLIDER_DOCS) == 4  # perceptron, pitfalls, momentum, logistic
+    # perceptron, delta rule (LMS), BGD/IGD (mini-batch), pitfalls, momentum, logistic: every
+    # gradient-descent chapter has its η slider
+    assert SLIDER_DOCS == [f"book/{name}" for name in (
+        "02_perceptron", "04_delta_rule", "05_bgd_igd", "06_pitfalls", "07_momentum", "08_logistic"
+    )]  # fmt: skip
 
 
 def test_slider_frames_fit_the_budget(site):
