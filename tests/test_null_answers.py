@@ -402,6 +402,7 @@ def test_an_exercise_that_reads_another_exercises_answer_is_found():
     assert groups(nb) == [["ex1", "ex2", "ex5"], ["ex3"]]
 
 
+@pytest.mark.slow  # grades every null answer of every lab in the sandbox: minutes
 @pytest.mark.parametrize("lab", layout.lab_names(LABS))
 def test_null_answers_earn_nothing(null_grades, lab):
     ungraded = [k for k, s in null_grades["statuses"].items() if not s.startswith("graded")]
