@@ -302,7 +302,8 @@ def main() -> None:
                 print("Not a git checkout: the pre-commit hooks were NOT run.", flush=True)
             env = dict(os.environ, PYTHONHASHSEED="0")
             quick = ["-m", "not slow", "tests"] if args.quick else []  # no builds, no notebooks
-            run(BIN / "python", "-m", "pytest", *quick, env=env)
+            slowest = ["--durations=15"]  # the slowest tests, listed at the end
+            run(BIN / "python", "-m", "pytest", *quick, *slowest, env=env)
         elif job == "labs":
             labtools("release")
         elif job == "grade":

@@ -12,10 +12,13 @@ STAND_IN_REPOSITORY = "https://github.com/example-org/example-course"
 
 def toc_files():
     """The documents of the table of contents, as paths without suffix ('book/01_neuron'):
-    tasks.py's reading of _toc.yml (test_repo checks it against a YAML parser)."""
-    import tasks  # (pytest's pythonpath, pyproject.toml)
+    read by tools/toc.py in this interpreter, so that collecting the tests starts no
+    process and needs no particular virtual environment (test_repo checks that tasks.py
+    reads _toc.yml the same way)."""
+    import yaml
+    from toc import TOC, documents  # tools/ (pytest's pythonpath, pyproject.toml)
 
-    return tasks.toc_documents()
+    return documents(yaml.safe_load(TOC.read_text()))
 
 
 def figure_names(doc):

@@ -2,16 +2,15 @@
 
 import json
 import subprocess
-from pathlib import Path
 
 import nbformat
 import pytest
+from _helpers import ROOT
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 import tasks
 
-ROOT = Path(__file__).resolve().parents[1]
 RELEASE = sorted((ROOT / "labs" / "release").glob("*/*.ipynb"))
 
 

@@ -1,15 +1,13 @@
 """The book builds from scratch with warnings as errors, twice the same, from clean notebooks."""
 
 import json
-from pathlib import Path
 
 import book_fixes
-from _helpers import STAND_IN_REPOSITORY, figure_names, toc_files
+from _helpers import ROOT, STAND_IN_REPOSITORY, figure_names, toc_files
 from bs4 import BeautifulSoup
 
 import tasks
 
-ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb")) + sorted((ROOT / "labs").rglob("*.ipynb"))
 
 

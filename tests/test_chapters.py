@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from _helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = [p for p in sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb")) if p.stem != "00_tour"]
 KINDS = ("by hand", "proof", "code", "experiment")
 EXERCISE = re.compile(r"^:::\{exercise\} *(.*)\n:label: *(\S+)", re.M)

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _helpers import ROOT
 from labtools import grade, layout, notebook, release, sandbox, verdicts, wire
 
-ROOT = Path(__file__).resolve().parents[1]
 LABS = ROOT / "labs"
 LAB = "lab1_perceptron"
 CELL_SECONDS = 10.0

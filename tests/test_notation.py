@@ -14,11 +14,10 @@ stars do not make a new symbol. Euler's e (written ``e^``) is not a symbol.
 
 import json
 import re
-from pathlib import Path
 
 import pytest
+from _helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
 GREEK = (
     "alpha|beta|gamma|delta|epsilon|varepsilon|zeta|eta|theta|vartheta|iota|kappa|lambda|mu|"

@@ -42,9 +42,9 @@ import time
 from pathlib import Path
 
 import pytest
+from _helpers import ROOT
 from labtools import grade, layout, notebook, release, sandbox
 
-ROOT = Path(__file__).resolve().parents[1]
 LABS = ROOT / "labs"
 LIMITS = sandbox.Limits(cell_seconds=10.0)
 

@@ -4,13 +4,11 @@ import re
 import shlex
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
+from _helpers import ROOT
 
 import tasks  # (pytest's pythonpath, pyproject.toml)
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def readme_commands():

@@ -16,6 +16,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from _helpers import ROOT
 from labtools import sandbox, wire
 
 BUDGET = sandbox.Limits().budget()
@@ -191,8 +192,6 @@ def test_limits_on_the_command_line_reach_the_grader():
 
 
 def test_the_guide_lists_every_limit_with_its_default():
-    from pathlib import Path
-
-    guide = (Path(__file__).resolve().parents[1] / "book" / "instructors.md").read_text()
+    guide = (ROOT / "book" / "instructors.md").read_text()
     for field in dataclasses.fields(sandbox.Limits):
         assert f"| `{field.name}` | {field.default!r} |" in guide, field.name
