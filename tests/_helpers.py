@@ -35,3 +35,18 @@ def figure_names(doc):
 def central_difference(f, w, h=1e-6):
     """(f(w + h e_j) - f(w - h e_j)) / 2h for every unit vector e_j: a gradient to check against."""
     return np.array([(f(w + h * e) - f(w - h * e)) / (2 * h) for e in np.eye(len(w))])
+
+
+def need_sandbox():
+    """Skip a test that needs the grading sandbox where bubblewrap cannot run it; in CI,
+    which must provide it, fail instead."""
+    import os
+
+    import pytest
+    from labtools import sandbox
+
+    missing = sandbox.available()
+    if missing and os.environ.get("CI"):
+        pytest.fail(f"CI must provide the sandbox: {missing}")
+    if missing:
+        pytest.skip(f"no sandbox here: {missing}")

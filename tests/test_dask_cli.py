@@ -20,10 +20,11 @@ import time
 from pathlib import Path
 
 import pytest
+from _helpers import need_sandbox
 from labtools import cluster, grade, layout, sandbox
 from labtools.__main__ import main
 from labtools.layout import UsageError
-from test_grading import LAB, LABS, PT_STEP, nb_of, need_sandbox, rows_of, solved
+from test_grading import LAB, LABS, PT_STEP, hand_in, nb_of, rows_of, solved
 
 DASK = Path(sys.executable).with_name("dask")
 CLASS = {"correct": 7.0, "wrong": 4.0, "blank": 0.0}  # Lab 1's automatic points
@@ -36,9 +37,7 @@ def write_class(folder):
         "blank": nb_of("release"),
     }
     for student, nb in notebooks.items():
-        path = folder / student / LAB / f"{LAB}.ipynb"
-        path.parent.mkdir(parents=True)
-        path.write_text(json.dumps(nb))
+        hand_in(folder, student, nb)
 
 
 def free_port():

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _helpers import ROOT
+from _helpers import ROOT, need_sandbox
 from labtools import grade, layout, notebook, release, sandbox, verdicts, wire
 
 LABS = ROOT / "labs"
@@ -28,16 +28,17 @@ CELL_SECONDS = 10.0
 LIMITS = sandbox.Limits(cell_seconds=CELL_SECONDS, output=8 * 2**20)
 
 
+def hand_in(folder: Path, student: str, nb, lab=LAB) -> Path:
+    """Write ``nb`` (a notebook as a dict, or any text) as ``student``'s submission of
+    ``lab`` in ``folder``, laid out as grade reads it; return its path."""
+    path = folder / student / lab / f"{lab}.ipynb"
+    path.parent.mkdir(parents=True)
+    path.write_text(nb if isinstance(nb, str) else json.dumps(nb))
+    return path
+
+
 def nb_of(kind, lab=LAB):
     return json.loads((LABS / kind / lab / f"{lab}.ipynb").read_text())
-
-
-def need_sandbox():
-    missing = sandbox.available()
-    if missing and os.environ.get("CI"):
-        pytest.fail(f"CI must provide the sandbox: {missing}")
-    if missing:
-        pytest.skip(f"no sandbox here: {missing}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -549,16 +550,10 @@ eta_choice = 0.112 if not leaked else 1e-9  # full marks only if the sandbox hel
 def plant(submitted: Path, others: Path, course: Path, port: int) -> dict:
     """Write one submission per trick; return {student: expected automatic score}."""
 
-    def write(student, nb):
-        path = submitted / student / LAB / f"{LAB}.ipynb"
-        path.parent.mkdir(parents=True)
-        path.write_text(nb if isinstance(nb, str) else json.dumps(nb))
-        return path
-
     expected = {}
 
     def case(student, nb, score):
-        write(student, nb)
+        hand_in(submitted, student, nb)
         expected[student] = score
 
     # honest work, and what the old grader already handled
@@ -936,9 +931,7 @@ def test_a_thousand_sleeping_cells_cost_the_notebook_limit_and_no_more(tmp_path)
     ]  # fmt: skip
     submissions, course = tmp_path / "in", tmp_path / "course"
     for student, nb in (("sleeper", sleeper), ("ada", solved()), ("bo", solved())):
-        path = submissions / student / LAB / f"{LAB}.ipynb"
-        path.parent.mkdir(parents=True)
-        path.write_text(json.dumps(nb))
+        hand_in(submissions, student, nb)
     grade.open_course(course)  # made beforehand, as after a first run
     start = time.monotonic()
     grade.grade(submissions, course, jobs=2, limits=limits, progress=False)
@@ -959,9 +952,7 @@ def test_a_run_that_is_killed_resumes_where_it_stopped(tmp_path):
     need_sandbox()
     submissions, course = tmp_path / "in", tmp_path / "course"
     for k in range(4):
-        path = submissions / f"s{k}" / LAB / f"{LAB}.ipynb"
-        path.parent.mkdir(parents=True)
-        path.write_text(json.dumps(solved()))
+        hand_in(submissions, f"s{k}", solved())
     env = dict(os.environ, PYTHONPATH=str(LABS))
     argv = [
         sys.executable,
@@ -1012,9 +1003,7 @@ def test_clear_errors_before_anything_is_graded(tmp_path):
 
 def test_grading_refuses_to_run_without_the_sandbox_unless_told(tmp_path, monkeypatch):
     monkeypatch.setattr(sandbox, "available", lambda: "bubblewrap is not installed")
-    path = tmp_path / "s" / "a" / LAB / f"{LAB}.ipynb"
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps(solved()))
+    hand_in(tmp_path / "s", "a", solved())
     with pytest.raises(layout.UsageError, match="--unsafe"):
         grade.grade(tmp_path / "s", tmp_path / "c")
     assert not (tmp_path / "c").exists()
@@ -1047,9 +1036,7 @@ def test_grading_runs_on_a_dask_cluster(tmp_path, monkeypatch):
         "blank": nb_of("release"),
     }
     for student, nb in notebooks.items():
-        path = submissions / student / LAB / f"{LAB}.ipynb"
-        path.parent.mkdir(parents=True)
-        path.write_text(json.dumps(nb))
+        hand_in(submissions, student, nb)
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
         with Client(cluster) as client:
             summary = grade.grade(
@@ -1075,9 +1062,7 @@ def test_manual_grading_in_formgrader_reaches_the_export_and_the_feedback(tmp_pa
     from nbgrader.api import Gradebook
 
     submissions, course = tmp_path / "in", tmp_path / "grading"
-    path = submissions / "ada" / LAB / f"{LAB}.ipynb"
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps(solved()))
+    hand_in(submissions, "ada", solved())
     grade.grade(submissions, course, limits=LIMITS, progress=False)
     before = next(r for r in rows_of(course) if r["lab"] == LAB)
     assert (before["automatic"], before["manual"], before["total"]) == ("7.0", "0.0", "7.0")

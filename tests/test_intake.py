@@ -4,11 +4,11 @@ slow test grades a Canvas and a Moodle zip through the sandbox with exact scores
 """
 
 import json
-import os
 import zipfile
 from pathlib import Path
 
 import pytest
+from _helpers import need_sandbox
 from labtools import grade, intake, layout, release, sandbox
 
 LAB = "lab1_perceptron"
@@ -322,14 +322,6 @@ def test_the_layout_is_the_one_that_places_the_most_files():
 
 # ---------------------------------------------------------------------------------------
 # End to end: a Canvas zip and a Moodle zip graded through the sandbox
-
-
-def need_sandbox():
-    missing = sandbox.available()
-    if missing and os.environ.get("CI"):
-        pytest.fail(f"CI must provide the sandbox: {missing}")
-    if missing:
-        pytest.skip(f"no sandbox here: {missing}")
 
 
 @pytest.mark.slow

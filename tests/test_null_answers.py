@@ -37,24 +37,15 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import time
 from pathlib import Path
 
 import pytest
-from _helpers import ROOT
+from _helpers import ROOT, need_sandbox
 from labtools import grade, layout, notebook, release, sandbox
 
 LABS = ROOT / "labs"
 LIMITS = sandbox.Limits(cell_seconds=10.0)
-
-
-def need_sandbox():  # as in test_grading.py: CI must provide the sandbox
-    missing = sandbox.available()
-    if missing and os.environ.get("CI"):
-        pytest.fail(f"CI must provide the sandbox: {missing}")
-    if missing:
-        pytest.skip(f"no sandbox here: {missing}")
 
 
 # What every null cell defines first (idempotent): the instructor's versions, kept apart from

@@ -308,11 +308,7 @@ def _file_refusal(listing: _Listing, file: str, from_zip: bool) -> str | None:
         info = os.lstat(listing.path(file))
     except OSError as err:
         return f"refused: the notebook cannot be read ({err.strerror})"
-    if not stat.S_ISREG(info.st_mode):
-        return "refused: the notebook is not a regular file"
-    if info.st_size > MAX_NOTEBOOK:
-        return f"refused: the notebook is larger than {MAX_NOTEBOOK // 2**20} MB"
-    return None
+    return layout.file_refusal(info)
 
 
 def _duplicates(files: list[str]) -> str:

@@ -98,6 +98,12 @@ def _refusal(student_dir: Path, lab: str) -> str | None:
         info = os.lstat(notebook)
     except OSError:
         return f"refused: no {lab}.ipynb in the lab folder"
+    return file_refusal(info)
+
+
+def file_refusal(info: os.stat_result) -> str | None:
+    """Why a notebook with this ``os.lstat`` result is not graded (not a regular file, or
+    larger than :data:`MAX_NOTEBOOK`), or None."""
     if not stat.S_ISREG(info.st_mode):
         return "refused: the notebook is not a regular file"
     if info.st_size > MAX_NOTEBOOK:

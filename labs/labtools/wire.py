@@ -261,7 +261,8 @@ def decode(text: str | bytes, budget: Budget | None = None):
 def from_plain(data, depth: int = 0):
     """Fresh built-in and numpy objects from the JSON-ready form; strict about its shape
     (used inside the sandbox for the grader's arguments)."""
-    return _Decoder(Budget(), time.monotonic() + Budget().seconds).value(data, depth)
+    budget = Budget()
+    return _Decoder(budget, time.monotonic() + budget.seconds).value(data, depth)
 
 
 # --- frames --------------------------------------------------------------------------------
