@@ -138,17 +138,19 @@ def build_book(root: Path = ROOT, repository: str | None = None, builder: str = 
     index.html.
 
     `repository` is the GitHub URL the Binder buttons open (none without it); `builder` is
-    "html" (the website) or "singlehtml" (the whole book on one page, for the PDF). Executed
-    notebooks are cached in `root`/_build/.jupyter_cache between builds.
+    "html" (the website) or "singlehtml" (the whole book on one page, for the PDF). Sphinx
+    reads, and so executes, only the chapters changed since the last build, or every chapter
+    when the package they import has changed.
     """
     out = root / "_build"
     vendor_assets()  # MathJax and the widget manager, served from the site
-    # jupyter-cache keys on the notebooks only: drop it when the package they import changes.
+    # Sphinx keys on the chapters only: read them all again when the package they import
+    # changes (the chapters run inline, while Sphinx reads them)
     src_stamp = out / ".src-digest"
     want = digest(ROOT / "src")
     if not src_stamp.exists() or src_stamp.read_text() != want:
-        shutil.rmtree(out / ".jupyter_cache", ignore_errors=True)
-        shutil.rmtree(out / "jupyter_execute", ignore_errors=True)
+        for stale in (".doctrees", "jupyter_execute", ".jupyter_cache"):
+            shutil.rmtree(out / stale, ignore_errors=True)
     # _ext on the path: Jupyter Book looks for local_extensions next to the config file,
     # which is not the case for the generated one (book_config)
     python_path = os.pathsep.join(filter(None, [str(ROOT / "_ext"), os.environ.get("PYTHONPATH")]))
