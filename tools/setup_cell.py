@@ -1,5 +1,6 @@
 """The first code cell of every chapter and lab: a check that this Python has what the page
-imports, which names the command that installs it instead of failing with a traceback.
+imports, which names the command that installs it instead of failing with a traceback; and
+at the top of every chapter a note that only JupyterLab shows, on how to read it there.
 
     python3 tools/setup_cell.py          # write the cell into every chapter and lab source
     python3 tools/setup_cell.py --check  # exit 1 if a notebook's cell is missing or stale
@@ -47,6 +48,33 @@ if missing:
         "everything the course needs and opens it in JupyterLab. Online, use the Binder "
         "button on the course's website."
     )"""
+
+
+#: Chapters only: a note that JupyterLab shows and the website leaves out (myst-nb drops
+#: cells tagged remove-cell), on what reads differently there.
+NOTE_ID = "jupyterlab-note"
+NOTE = """\
+:::{note} Reading this chapter in JupyterLab
+Run it first (**Run ▸ Run All Cells**): the numbers in the text are computed by the cells
+and appear as they run, and the sliders compute as you move them. References to other
+chapters, to figures and to the bibliography show here as their labels (such as
+`chap-perceptron` or `rosenblatt1958`); the course's website links them. The folded
+cells (•••) are the checks behind the text: click one to unfold it.
+:::"""
+
+
+def note_cell() -> dict:
+    """The JupyterLab-only note at the top of a chapter."""
+    return {
+        "cell_type": "markdown",
+        "id": NOTE_ID,
+        "metadata": {"tags": ["remove-cell"]},
+        "source": NOTE.splitlines(keepends=True),
+    }
+
+
+def is_chapter(path: Path) -> bool:
+    return path.parent.name == "book"
 
 
 def notebooks() -> list[Path]:
@@ -107,8 +135,13 @@ def first_code(nb: dict) -> int | None:
 
 
 def stale(path: Path) -> str | None:
-    """Why the notebook's set-up cell is not what it should be, or None."""
+    """Why the notebook's set-up cell (or a chapter's note) is not what it should be, or None."""
     nb = json.loads(path.read_text())
+    notes = [c for c in nb["cells"] if c.get("id") == NOTE_ID]
+    if is_chapter(path) and notes != [note_cell()]:
+        return "its JupyterLab note is missing or not the one tools/setup_cell.py writes"
+    if not is_chapter(path) and notes:
+        return "a lab has the chapters' JupyterLab note"
     i = first_code(nb)
     if i is None or not "".join(nb["cells"][i]["source"]).startswith(MARK):
         return "its first code cell is not the set-up check"
@@ -120,6 +153,9 @@ def stale(path: Path) -> str | None:
 
 def write(path: Path) -> None:
     nb = json.loads(path.read_text())
+    nb["cells"] = [c for c in nb["cells"] if c.get("id") != NOTE_ID]
+    if is_chapter(path):  # after the title and goals, before any code
+        nb["cells"].insert(1, note_cell())
     i = first_code(nb)
     if i is not None and "".join(nb["cells"][i]["source"]).startswith(MARK):
         nb["cells"][i] = cell_for(nb)
