@@ -19,8 +19,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _helpers import ROOT, need_sandbox
-from labtools import grade, layout, notebook, release, sandbox, verdicts, wire
+from _helpers import ROOT, answered, decode, encode, need_sandbox
+from labtools import course as courses
+from labtools import (
+    export,
+    feedback,
+    grade,
+    layout,
+    notebook,
+    release,
+    render,
+    sandbox,
+    schedule,
+    verdicts,
+    wire,
+)
 
 LABS = ROOT / "labs"
 LAB = "lab1_perceptron"
@@ -61,7 +74,7 @@ def test_the_queue_measures_each_new_lab_once_then_gives_the_longest_first():
         return popped
 
     earlier = {"short": [1.0, 3.0], "long": [9.0]}
-    assert order(grade.Queue(todo, earlier)) == [
+    assert order(schedule.Queue(todo, earlier)) == [
         "new/ann",  # never measured: first, once
         "long/ann",
         "long/bob",
@@ -69,8 +82,8 @@ def test_the_queue_measures_each_new_lab_once_then_gives_the_longest_first():
         "short/bob",
         "new/bob",  # started but not measured yet: last
     ]
-    assert order(grade.Queue(todo, earlier), {"new": 20.0})[:2] == ["new/ann", "new/bob"]
-    assert len(grade.Queue(todo, {})) == 6
+    assert order(schedule.Queue(todo, earlier), {"new": 20.0})[:2] == ["new/ann", "new/bob"]
+    assert len(schedule.Queue(todo, {})) == 6
 
 
 def test_there_are_at_least_four_labs_with_four_to_eight_exercises():
@@ -151,7 +164,7 @@ class Sneaky(float):
     ],
 )
 def test_plain_data_crosses_unchanged(value):
-    back = wire.decode(wire.encode(value))
+    back = decode(encode(value))
     assert type(back) is type(value)
     if isinstance(value, np.ndarray | np.generic):
         assert back.dtype == value.dtype and np.array_equal(back, value, equal_nan=True)
@@ -176,7 +189,7 @@ def test_plain_data_crosses_unchanged(value):
 )
 def test_anything_else_is_refused_with_its_name(value, named):
     with pytest.raises(wire.NotPlainData, match=named):
-        wire.encode(value)
+        encode(value)
 
 
 @pytest.mark.parametrize(
@@ -196,7 +209,7 @@ def test_anything_else_is_refused_with_its_name(value, named):
 )
 def test_malformed_messages_are_refused(text):
     with pytest.raises(wire.NotPlainData):
-        wire.decode(text)
+        decode(text)
 
 
 XSS = (
@@ -231,11 +244,11 @@ def runnable(page) -> list:
 
 def test_written_answers_reach_formgrader_without_anything_that_runs():
     assert runnable(as_formgrader_shows(XSS))  # the attack, as formgrader would show it
-    page = as_formgrader_shows(grade.written_html(XSS))
+    page = as_formgrader_shows(render.written_html(XSS))
     assert not runnable(page)
     assert "My answer." in page.get_text() and "code" in page.get_text()
     honest = "Since *w* grows, $a < b$ and `x < 0`; see [the docs](https://numpy.org)."
-    page = as_formgrader_shows(grade.written_html(honest))
+    page = as_formgrader_shows(render.written_html(honest))
     assert page.find("em").get_text() == "w" and page.find("code").get_text() == "x < 0"
     assert page.find("a")["href"] == "https://numpy.org" and "$a < b$" in page.get_text()
 
@@ -243,11 +256,11 @@ def test_written_answers_reach_formgrader_without_anything_that_runs():
 def test_a_range_counts_as_its_items():
     # a range crosses as three numbers, but a test may turn it into a list or an array:
     # its length counts against the same budget as the items of lists and arrays
-    assert wire.decode(wire.encode(range(-5, wire.MAX_ITEMS - 5))) == range(-5, wire.MAX_ITEMS - 5)
+    assert decode(encode(range(-5, wire.MAX_ITEMS - 5))) == range(-5, wire.MAX_ITEMS - 5)
     big = range(wire.MAX_ITEMS * 6 // 10)
     for value in (range(wire.MAX_ITEMS + 1), range(10**30), [big] * 2):
         with pytest.raises(wire.NotPlainData, match="more than"):
-            wire.encode(value)
+            encode(value)
 
 
 # ---------------------------------------------------------------------------------------
@@ -256,7 +269,7 @@ def test_a_range_counts_as_its_items():
 
 def solved(replace=None, lab=LAB):
     """The student version of a lab with the instructor's answers filled in."""
-    return release.answered(lab, replace)
+    return answered(lab, replace)
 
 
 def cell_index(nb, grade_id):
@@ -351,8 +364,8 @@ except OSError:
     report["wrote"] = False
 """
     with sandbox.Sandbox(LIMITS) as box:
-        assert box.request({"op": "run", "source": probe}).error is None
-        report = box.request({"op": "get", "name": "report"}).value
+        assert box.request(wire.Run(probe)).error is None
+        report = box.request(wire.Get("report")).value
     assert report["uid"] == (sandbox.NOBODY if not privileged else sandbox.sandbox_uid())
     assert report["uid"] != os.getuid()
     assert report["pids"] == [1]  # it sees itself only
@@ -476,7 +489,7 @@ RAW_ANSWER = (
     AGENT
     + """import labtools.wire as _wire
 def _send(message):
-    _wire.write_frame(4, b'{{"id": "' + message["id"].encode() + b'", "value": ' + {body} + b'}}')
+    _wire.write_frame(4, b'{{"id": "' + message.id.encode() + b'", "value": ' + {body} + b'}}')
 _agent["send"] = _send
 eta_choice = 0.112
 """
@@ -855,7 +868,7 @@ def test_gradebook_feedback_and_autograded_notebooks_agree(graded):
     from nbgrader.api import Gradebook
 
     course = graded["course"]
-    with Gradebook(grade.db_url(course)) as gb:
+    with Gradebook(courses.db_url(course)) as gb:
         for student in ("correct", "wrong", "hog"):
             submission = gb.find_submission(LAB, student)
             assert submission.score == graded["expected"][student]
@@ -875,7 +888,7 @@ def test_a_second_run_grades_only_what_is_new_and_regrade_keeps_manual_scores(gr
     from nbgrader.api import Gradebook
 
     course, submissions = graded["course"], graded["submissions"]
-    with Gradebook(grade.db_url(course)) as gb:
+    with Gradebook(courses.db_url(course)) as gb:
         answer = gb.find_grade("ex4-answer", LAB, LAB, "correct")
         answer.manual_score = 2.0
         gb.db.commit()
@@ -910,7 +923,7 @@ def test_a_second_run_grades_only_what_is_new_and_regrade_keeps_manual_scores(gr
         progress=False,
     )
     assert source.read_text() == kept
-    assert sorted(r["student"] for r in regraded["graded"]) == ["correct", "wrong"]
+    assert sorted(r.student for r in regraded["graded"]) == ["correct", "wrong"]
     rows = {r["student"]: r for r in rows_of(course) if r["lab"] == LAB}
     assert rows["wrong"]["automatic"] == "7.0"
     assert rows["correct"]["total"] == "9.0"
@@ -932,7 +945,7 @@ def test_a_thousand_sleeping_cells_cost_the_notebook_limit_and_no_more(tmp_path)
     submissions, course = tmp_path / "in", tmp_path / "course"
     for student, nb in (("sleeper", sleeper), ("ada", solved()), ("bo", solved())):
         hand_in(submissions, student, nb)
-    grade.open_course(course)  # made beforehand, as after a first run
+    courses.open_course(course)  # made beforehand, as after a first run
     start = time.monotonic()
     grade.grade(submissions, course, jobs=2, limits=limits, progress=False)
     elapsed = time.monotonic() - start
@@ -1066,7 +1079,7 @@ def test_manual_grading_in_formgrader_reaches_the_export_and_the_feedback(tmp_pa
     grade.grade(submissions, course, limits=LIMITS, progress=False)
     before = next(r for r in rows_of(course) if r["lab"] == LAB)
     assert (before["automatic"], before["manual"], before["total"]) == ("7.0", "0.0", "7.0")
-    with Gradebook(grade.db_url(course)) as gb:
+    with Gradebook(courses.db_url(course)) as gb:
         notebook_id = gb.find_submission_notebook(LAB, LAB, "ada").id
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -1090,11 +1103,11 @@ def test_manual_grading_in_formgrader_reaches_the_export_and_the_feedback(tmp_pa
     finally:
         process.terminate()
         process.communicate(timeout=30)
-    grade.export(course)
+    export.export(course)
     after = next(r for r in rows_of(course) if r["lab"] == LAB)
     assert (after["automatic"], after["manual"], after["total"]) == ("7.0", "1.5", "8.5")
     assert after["status"] == "graded; 2 points wait for manual grading"  # ex2's trace table
-    grade.generate_feedback(course, [LAB])
+    feedback.generate_feedback(course, [LAB])
     html = (course / "feedback" / "ada" / LAB / f"{LAB}.html").read_text()
     assert "Right idea: the scale of w does not move the hyperplane." in html
     assert "8.5 / 11" in html
