@@ -25,7 +25,7 @@ from labtools import cluster, grade, layout, sandbox, schedule, worker
 from labtools import course as courses
 from labtools.__main__ import main
 from labtools.layout import UsageError
-from test_grading import LAB, LABS, PT_STEP, hand_in, nb_of, rows_of, solved
+from test_grading import LAB, LABS, hand_in, nb_of, plant_cells, rows_of, solved
 
 DASK = Path(sys.executable).with_name("dask")
 CLASS = {"correct": 7.0, "wrong": 4.0, "blank": 0.0}  # Lab 1's automatic points
@@ -34,7 +34,7 @@ CLASS = {"correct": 7.0, "wrong": 4.0, "blank": 0.0}  # Lab 1's automatic points
 def write_class(folder):
     notebooks = {
         "correct": solved(),
-        "wrong": solved({"ex1-code": PT_STEP + "    return w\n"}),
+        "wrong": solved(plant_cells("wrong")),
         "blank": nb_of("release"),
     }
     for student, nb in notebooks.items():
