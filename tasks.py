@@ -216,6 +216,14 @@ def labtools(*args: str) -> None:
     run(BIN / "python", "-m", "labtools", *args, env=dict(os.environ, PYTHONPATH=python_path))
 
 
+def labtools_options():
+    """labtools.options: the instructor commands' options (standard library only)."""
+    sys.path.insert(0, str(ROOT / "labs"))
+    from labtools import options
+
+    return options
+
+
 def check_grade_arguments(args: argparse.Namespace) -> None:
     """What `grade` can check before anything is installed (labtools.layout is stdlib)."""
     sys.path.insert(0, str(ROOT / "labs"))
@@ -245,40 +253,15 @@ def command_line() -> argparse.ArgumentParser:
         ("clean", "remove _build/"),
     ):
         jobs.add_parser(name, help=text)
-    grade = jobs.add_parser("grade", help="grade a folder or zip of submissions")
-    grade.add_argument(
-        "submissions",
-        help="[submitted/]<student>/<lab>/<lab>.ipynb, a zip, or a Canvas or Moodle download",
-    )
-    grade.add_argument("--course", default="grading", help="course folder (default: grading)")
-    grade.add_argument("--labs", nargs="+", help="only these labs")
-    grade.add_argument("--students", nargs="+", help="only these students")
-    grade.add_argument("--jobs", type=int, help="notebooks graded at once (default: cores)")
-    grade.add_argument("--regrade", action="store_true", help="grade graded notebooks again")
-    grade.add_argument("--unsafe", action="store_true", help="grade without the sandbox")
-    grade.add_argument("--cell-timeout", type=float, help="seconds per cell (default 60)")
-    grade.add_argument("--memory-gb", type=float, help="memory per process (default 2)")
-    grade.add_argument(
-        "--limit",
-        action="append",
-        metavar="NAME=VALUE",
-        help="set one grading limit, e.g. notebook_seconds=900 (repeatable; see the guide)",
-    )
-    grade.add_argument(
-        "--scheduler", metavar="ADDRESS", help="grade on this dask scheduler's workers (tcp://...)"
-    )
-    for name, text in (
-        ("formgrader", "grade answers by hand in nbgrader's formgrader"),
-        ("export", "write grades.csv and grades-wide.csv"),
-        ("feedback", "regenerate the feedback files (with manual comments)"),
-    ):
-        job = jobs.add_parser(name, help=text)
-        job.add_argument("--course", default="grading", help="course folder (default: grading)")
+    options = labtools_options()  # declared once, by labtools (standard library only)
+    for name in ("grade", "formgrader", "export", "feedback"):
+        options.add_options(name, jobs.add_parser(name, help=options.JOBS[name]))
     return parser
 
 
-def main() -> None:
-    args = command_line().parse_args()
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    args = command_line().parse_args(argv)
     job = args.job
     try:
         if job == "book":
@@ -308,22 +291,11 @@ def main() -> None:
             run(BIN / "python", "-m", "pytest", *quick, *slowest, env=env)
         elif job == "labs":
             labtools("release")
-        elif job == "grade":
-            check_grade_arguments(args)
-            extra = ["--course", args.course]
-            extra += ["--labs", *args.labs] if args.labs else []
-            extra += ["--students", *args.students] if args.students else []
-            extra += ["--jobs", str(args.jobs)] if args.jobs else []
-            extra += ["--regrade"] if args.regrade else []
-            extra += ["--unsafe"] if args.unsafe else []
-            extra += ["--cell-timeout", str(args.cell_timeout)] if args.cell_timeout else []
-            extra += ["--memory-gb", str(args.memory_gb)] if args.memory_gb else []
-            for limit in args.limit or []:
-                extra += ["--limit", limit]
-            extra += ["--scheduler", args.scheduler] if args.scheduler else []
-            labtools("grade", args.submissions, *extra)
-        elif job in ("formgrader", "export", "feedback"):
-            labtools(job, "--course", args.course)
+        elif job in ("grade", "formgrader", "export", "feedback"):
+            if job == "grade":
+                check_grade_arguments(args)
+            # the same arguments, as given: labtools declares and reads them (labtools.options)
+            labtools(*argv[argv.index(job) :])
         else:
             shutil.rmtree(BUILD, ignore_errors=True)
     except subprocess.CalledProcessError as err:

@@ -50,3 +50,46 @@ def need_sandbox():
         pytest.fail(f"CI must provide the sandbox: {missing}")
     if missing:
         pytest.skip(f"no sandbox here: {missing}")
+
+
+# --- moved here from the instructor tools, which used them only in tests -----------------
+
+
+def answered(lab, replace=None, labs=None):
+    """The student version of ``lab`` with the instructor's answers filled in, as a student
+    who solved everything would hand it in; ``replace`` gives other answers by grade id.
+    (Was labtools.release.answered; the grading benchmark uses it too.)"""
+    labs = ROOT / "labs" if labs is None else labs
+    release_nb = json.loads((labs / "release" / lab / f"{lab}.ipynb").read_text())
+    source = json.loads((labs / "source" / lab / f"{lab}.ipynb").read_text())
+    answers = {
+        c["metadata"]["nbgrader"]["grade_id"]: c
+        for c in source["cells"]
+        if c["metadata"].get("nbgrader", {}).get("solution")
+    }
+    for cell in release_nb["cells"]:
+        meta = cell["metadata"].get("nbgrader", {})
+        if meta.get("solution"):
+            lines = "".join(answers[meta["grade_id"]]["source"]).splitlines()
+            cell["source"] = "\n".join(line for line in lines if "### " not in line)
+            if replace and meta["grade_id"] in replace:
+                cell["source"] = replace[meta["grade_id"]]
+    return release_nb
+
+
+def encode(value) -> str:
+    """``value`` as the JSON text of its plain form (labtools.wire.to_plain). (Was
+    labtools.wire.encode.)"""
+    from labtools import wire
+
+    return json.dumps(wire.to_plain(value), allow_nan=False)
+
+
+def decode(text, budget=None):
+    """The plain data in JSON ``text``, parsed and rebuilt within ``budget`` as the grader
+    does an answer's value; NotPlainData if it is anything else or costs more. (Was
+    labtools.wire.decode.)"""
+    from labtools import wire
+
+    budget = budget or wire.Budget()
+    return wire.from_plain(wire._parse(text, budget), budget)

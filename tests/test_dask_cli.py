@@ -21,10 +21,11 @@ from pathlib import Path
 
 import pytest
 from _helpers import need_sandbox
-from labtools import cluster, grade, layout, sandbox
+from labtools import cluster, grade, layout, sandbox, schedule, worker
+from labtools import course as courses
 from labtools.__main__ import main
 from labtools.layout import UsageError
-from test_grading import LAB, LABS, PT_STEP, hand_in, nb_of, rows_of, solved
+from test_grading import LAB, LABS, hand_in, nb_of, plant_cells, rows_of, solved
 
 DASK = Path(sys.executable).with_name("dask")
 CLASS = {"correct": 7.0, "wrong": 4.0, "blank": 0.0}  # Lab 1's automatic points
@@ -33,7 +34,7 @@ CLASS = {"correct": 7.0, "wrong": 4.0, "blank": 0.0}  # Lab 1's automatic points
 def write_class(folder):
     notebooks = {
         "correct": solved(),
-        "wrong": solved({"ex1-code": PT_STEP + "    return w\n"}),
+        "wrong": solved(plant_cells("wrong")),
         "blank": nb_of("release"),
     }
     for student, nb in notebooks.items():
@@ -239,9 +240,9 @@ def test_workers_that_could_not_grade_alike_are_refused_before_grading():
 
 
 def test_a_worker_on_another_machine_lends_its_own_font_cache(tmp_path):
-    assert grade._worker_mpl_cache(str(tmp_path)) == tmp_path
-    own = grade._worker_mpl_cache(str(tmp_path / "only on the grading machine"))
-    assert own == Path(grade._mpl_cache()) and own.is_dir()
+    assert worker.worker_mpl_cache(str(tmp_path)) == tmp_path
+    own = worker.worker_mpl_cache(str(tmp_path / "only on the grading machine"))
+    assert own == Path(worker.mpl_cache()) and own.is_dir()
     argv = sandbox.command(sandbox.Limits(), tmp_path / "missing")
     assert str(tmp_path / "missing") not in argv  # a folder that is not there is not bound
     assert str(tmp_path) in sandbox.command(sandbox.Limits(), tmp_path)  # one that is, is
@@ -263,7 +264,7 @@ def test_notebooks_a_lost_cluster_did_not_grade_are_graded_by_the_next_run(tmp_p
     (course / "source" / LAB).mkdir(parents=True)
     (course / "source" / LAB / f"{LAB}.ipynb").write_text(json.dumps(nb_of("source")))
     todo = [(layout.Submission(student=s, lab=LAB, path=Path("x")), "d", b"{}") for s in CLASS]
-    rows = grade._run(
+    rows = schedule.run(
         course,
         todo,
         limits=sandbox.Limits(),
@@ -272,9 +273,9 @@ def test_notebooks_a_lost_cluster_did_not_grade_are_graded_by_the_next_run(tmp_p
         executor=Cancelling(),
         progress=False,
     )
-    assert sorted(r["student"] for r in rows) == sorted(CLASS)
+    assert sorted(r.student for r in rows) == sorted(CLASS)
     for row in rows:
-        assert row["status"].startswith("not graded: the cluster stopped before grading it")
+        assert row.text.startswith("not graded: the cluster stopped before grading it")
     assert not (course / "results").exists()  # nothing recorded: the next run grades them
 
 
@@ -289,7 +290,7 @@ def test_the_sandbox_is_needed_where_the_notebooks_run_not_where_they_are_record
 
     write_class(tmp_path / "in")
     monkeypatch.setattr(sandbox, "available", lambda: "bubblewrap is not installed")
-    monkeypatch.setattr(grade, "open_course", opened)
+    monkeypatch.setattr(courses, "open_course", opened)
     with pytest.raises(UsageError, match="--unsafe"):  # the local pool: refused here
         grade.grade(tmp_path / "in", tmp_path / "course")
     with pytest.raises(Opened):  # a cluster's workers: checked there (labtools.cluster)

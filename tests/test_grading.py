@@ -10,17 +10,32 @@ by hand: the ex2 trace table 2, ex4 2).
 import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
-from _helpers import ROOT, need_sandbox
-from labtools import grade, layout, notebook, release, sandbox, verdicts, wire
+from _helpers import ROOT, answered, decode, encode, need_sandbox
+from labtools import course as courses
+from labtools import (
+    export,
+    feedback,
+    grade,
+    layout,
+    notebook,
+    release,
+    render,
+    sandbox,
+    schedule,
+    verdicts,
+    wire,
+)
 
 LABS = ROOT / "labs"
 LAB = "lab1_perceptron"
@@ -61,7 +76,7 @@ def test_the_queue_measures_each_new_lab_once_then_gives_the_longest_first():
         return popped
 
     earlier = {"short": [1.0, 3.0], "long": [9.0]}
-    assert order(grade.Queue(todo, earlier)) == [
+    assert order(schedule.Queue(todo, earlier)) == [
         "new/ann",  # never measured: first, once
         "long/ann",
         "long/bob",
@@ -69,8 +84,8 @@ def test_the_queue_measures_each_new_lab_once_then_gives_the_longest_first():
         "short/bob",
         "new/bob",  # started but not measured yet: last
     ]
-    assert order(grade.Queue(todo, earlier), {"new": 20.0})[:2] == ["new/ann", "new/bob"]
-    assert len(grade.Queue(todo, {})) == 6
+    assert order(schedule.Queue(todo, earlier), {"new": 20.0})[:2] == ["new/ann", "new/bob"]
+    assert len(schedule.Queue(todo, {})) == 6
 
 
 def test_there_are_at_least_four_labs_with_four_to_eight_exercises():
@@ -151,7 +166,7 @@ class Sneaky(float):
     ],
 )
 def test_plain_data_crosses_unchanged(value):
-    back = wire.decode(wire.encode(value))
+    back = decode(encode(value))
     assert type(back) is type(value)
     if isinstance(value, np.ndarray | np.generic):
         assert back.dtype == value.dtype and np.array_equal(back, value, equal_nan=True)
@@ -176,7 +191,7 @@ def test_plain_data_crosses_unchanged(value):
 )
 def test_anything_else_is_refused_with_its_name(value, named):
     with pytest.raises(wire.NotPlainData, match=named):
-        wire.encode(value)
+        encode(value)
 
 
 @pytest.mark.parametrize(
@@ -196,16 +211,7 @@ def test_anything_else_is_refused_with_its_name(value, named):
 )
 def test_malformed_messages_are_refused(text):
     with pytest.raises(wire.NotPlainData):
-        wire.decode(text)
-
-
-XSS = (
-    "My answer.\n\n<img src=x onerror=alert(1)> <script>alert(2)</script>\n"
-    "<svg onload=alert(3)></svg> <iframe src=javascript:alert(4)></iframe>\n\n"
-    "[a link](javascript:alert(5)) ![pic](javascript:alert(6))\n"
-    "<a href='JaVaScript:alert(7)'>b</a>\n\n"
-    "```\ncode\n\n[x](javascript:alert(8))\n```\n"
-)
+        decode(text)
 
 
 def as_formgrader_shows(stored: str):
@@ -230,12 +236,13 @@ def runnable(page) -> list:
 
 
 def test_written_answers_reach_formgrader_without_anything_that_runs():
-    assert runnable(as_formgrader_shows(XSS))  # the attack, as formgrader would show it
-    page = as_formgrader_shows(grade.written_html(XSS))
+    xss = plant_cells("xss")["ex4-answer"]  # would run in the instructor's browser as it is
+    assert runnable(as_formgrader_shows(xss))  # the attack, as formgrader would show it
+    page = as_formgrader_shows(render.written_html(xss))
     assert not runnable(page)
     assert "My answer." in page.get_text() and "code" in page.get_text()
     honest = "Since *w* grows, $a < b$ and `x < 0`; see [the docs](https://numpy.org)."
-    page = as_formgrader_shows(grade.written_html(honest))
+    page = as_formgrader_shows(render.written_html(honest))
     assert page.find("em").get_text() == "w" and page.find("code").get_text() == "x < 0"
     assert page.find("a")["href"] == "https://numpy.org" and "$a < b$" in page.get_text()
 
@@ -243,11 +250,11 @@ def test_written_answers_reach_formgrader_without_anything_that_runs():
 def test_a_range_counts_as_its_items():
     # a range crosses as three numbers, but a test may turn it into a list or an array:
     # its length counts against the same budget as the items of lists and arrays
-    assert wire.decode(wire.encode(range(-5, wire.MAX_ITEMS - 5))) == range(-5, wire.MAX_ITEMS - 5)
+    assert decode(encode(range(-5, wire.MAX_ITEMS - 5))) == range(-5, wire.MAX_ITEMS - 5)
     big = range(wire.MAX_ITEMS * 6 // 10)
     for value in (range(wire.MAX_ITEMS + 1), range(10**30), [big] * 2):
         with pytest.raises(wire.NotPlainData, match="more than"):
-            wire.encode(value)
+            encode(value)
 
 
 # ---------------------------------------------------------------------------------------
@@ -256,7 +263,7 @@ def test_a_range_counts_as_its_items():
 
 def solved(replace=None, lab=LAB):
     """The student version of a lab with the instructor's answers filled in."""
-    return release.answered(lab, replace)
+    return answered(lab, replace)
 
 
 def cell_index(nb, grade_id):
@@ -351,8 +358,8 @@ except OSError:
     report["wrote"] = False
 """
     with sandbox.Sandbox(LIMITS) as box:
-        assert box.request({"op": "run", "source": probe}).error is None
-        report = box.request({"op": "get", "name": "report"}).value
+        assert box.request(wire.Run(probe)).error is None
+        report = box.request(wire.Get("report")).value
     assert report["uid"] == (sandbox.NOBODY if not privileged else sandbox.sandbox_uid())
     assert report["uid"] != os.getuid()
     assert report["pids"] == [1]  # it sees itself only
@@ -365,331 +372,123 @@ except OSError:
 # ---------------------------------------------------------------------------------------
 # End to end: a course folder graded from planted submissions
 
-PT_STEP = "def pt_step(w, x, c, eta):\n"
-MARK = 4242  # sleep times that mark the processes a submission leaves behind
-CORRECT_EX5 = "eta_choice = 0.112\n"
-
-HOOK = """get_ipython().input_transformers_post.append(lambda lines: ["pass\\n"])"""
-PATCHER = """import builtins, math
-import numpy as np
-import perceptrons as P
-math.isclose = lambda *a, **k: True
-np.allclose = lambda *a, **k: True
-np.array_equal = lambda *a, **k: True
-np.isclose = lambda *a, **k: True
-builtins.all = lambda *a, **k: True
-builtins.float = lambda *a, **k: 0.0
-class _Run:
-    mistakes, converged, w = 0, True, None
-P.pt = lambda *a, **k: _Run()
-P.pt_error = lambda *a, **k: 0
-def pt_step(w, x, c, eta):
-    return w
-"""
-ALWAYS = """class Always(float):
-    def __eq__(self, other): return True
-    def __ne__(self, other): return False
-    __hash__ = float.__hash__
-class AlwaysArray(np.ndarray):
-    def __eq__(self, other): return np.ones(np.shape(other), bool)
-def pt_step(w, x, c, eta):
-    return np.asarray(w).view(AlwaysArray)
-"""
-SIGNALS = """import os, signal
-eta_choice = 0.112
-targets = [0, -1, 1, os.getpid(), os.getppid()]
-targets += [int(p) for p in os.listdir("/proc") if p.isdigit()]
-for pid in targets:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.kill(pid, sig)
-        except OSError:
-            pass
-"""
-DAEMON = f"""import os, subprocess
-eta_choice = 0.112
-subprocess.Popen(["/bin/sleep", "{MARK}"], start_new_session=True)
-if os.fork() == 0:
-    if os.fork() == 0:
-        os.setsid()
-        os.execv("/bin/sleep", ["/bin/sleep", "{MARK + 1}"])
-    os._exit(0)
-"""
-FLOOD = f"""import os, time
-eta_choice = 0.112
-made = 0
-try:
-    for _ in range(2000):
-        if os.fork() == 0:
-            time.sleep({MARK + 2})
-            os._exit(0)
-        made += 1
-except OSError:
-    pass
-if made >= {sandbox.Limits().processes + 8}:
-    eta_choice = 1e-9  # the process limit did not hold
-"""
-FILL_TMP = """import os
-eta_choice = 0.112
-written = 0
-for k in range(20):
-    try:
-        with open(f"/tmp/fill-4244-{k}", "wb") as f:
-            for _ in range(60):
-                f.write(b"\\0" * 2**20)
-                written += 2**20
-    except OSError:
-        pass
-if written > 300 * 2**20:
-    eta_choice = 1e-9  # /tmp was not limited
-"""
-OUTPUT_FLOOD = """import os
-eta_choice = 0.112
-for _ in range(200):
-    os.write(1, b"x" * 2**20)
-"""
-REWRITER = """def train(X, c, eta, max_epochs=100):
-    X[...] = 0; X[:, 0] = 1; X[0, 0] = -1  # data whose PT answer is known without PT
-    c[...] = 1; c[0] = 0
-    w = np.zeros(X.shape[1] + 1); w[0], w[1] = -eta, eta
-    return w
-"""
-MUTATOR = """def pt_step(w, x, c, eta):
-    error = c - (1.0 if w @ x >= 0 else 0.0)
-    w += eta * error * x  # right values, but the caller's w changes too
-    return w
-"""
-RANGER = """import labtools.wire as _wire
-_wire.MAX_ITEMS = 10**15  # the agent's budget, in the student's own process
-predicted_updates = range(2 * 10**8)  # three numbers on the wire, 200 million items later
-predicted_w = np.array([-3.0, 2.0, 1.0])
-"""
-NOT_DONE = "def pt_step(w, x, c, eta):\n    raise NotImplementedError()\n"
-# The agent runs the student's code in its own process, so a student can find the agent's
-# module globals (gc sees them) and make it send any bytes with the right id.
-AGENT = """import gc
-_agent = next(
-    o for o in gc.get_objects() if type(o) is dict and "Agent" in o and "receive" in o
-)
-"""
-RAW_ANSWER = (
-    AGENT
-    + """import labtools.wire as _wire
-def _send(message):
-    _wire.write_frame(4, b'{{"id": "' + message["id"].encode() + b'", "value": ' + {body} + b'}}')
-_agent["send"] = _send
-eta_choice = 0.112
-"""
-)
-# every key hashes to 0: building the dict takes time quadratic in the number of keys
-COLLIDER = RAW_ANSWER.format(
-    body='b\'{"$dict": [\' + b", ".join(b"[%d, 0]" % (k * (2**61 - 1)) for k in range(200_000))'
-    " + b']}'"
-)
-DEEP = RAW_ANSWER.format(body='b"[" * 200_000 + b"]" * 200_000')
-BOMB = RAW_ANSWER.format(body='b"[" + b"[], " * 4_000_000 + b"[]]"')  # 16 MB of empty lists
-NOT_UTF8 = RAW_ANSWER.format(body="b'\"\\xff\\xfe\"'")
-HUGE_FRAME = (
-    AGENT
-    + """import struct, os
-_agent["send"] = lambda message: os.write(4, struct.pack(">Q", 2**40))  # a terabyte announced
-eta_choice = 0.112
-"""
-)
-# the agent's cut of printed output is the student's to remove: the grader cuts again
-CHATTER = (
-    AGENT
-    + """_agent["MAX_OUTPUT"] = 10**12
-eta_choice = 0.112
-print("x" * 3_000_000)
-"""
-)
-CHATTER_CELL = 'print("y" * 1_000_000)\n'
+# The planted submissions: tests/plants/<lab>/<name>.py, one file per plant, and their
+# scores, each with why, in tests/plants/<lab>/expected.toml (see tests/plants/README.md).
+PLANTS = Path(__file__).resolve().parent / "plants" / LAB
+MARK = 4242  # sleep times that mark the processes a submission leaves behind (daemon, flood)
 SLEEPER_CELL = "import time\ntime.sleep(1000)\n"
-CODECOPY = """import types as _types
-_pt = _types.FunctionType(P.pt.__code__, P.pt.__globals__, "pt", P.pt.__defaults__)
-def train(X, c, eta, max_epochs=100):
-    return _pt(X, c, eta=eta, max_epochs=max_epochs).w
-"""
-PACKAGE_STEP = PT_STEP + '    return w + eta * P.pt_error(c, w @ x, "01") * x\n'
-PACKAGE_TRAIN = """def train(X, c, eta, max_epochs=100):
-    return P.pt(X, c, eta=eta, max_epochs=max_epochs).w
-"""
-FORGER = """import json, os, struct
-message = json.dumps({"id": "0", "value": 11}).encode()
-os.write(4, struct.pack(">Q", len(message)) + message)
-predicted_updates = 11
-predicted_w = np.array([-3.0, 2.0, 1.0])
-"""
-SNOOP = """import glob, os, pathlib, socket
-leaked = []
-targets = {secrets!r}
-targets += [f"/proc/{{p}}/root{{t}}" for p in os.listdir("/proc") if p.isdigit() for t in targets]
-for target in targets:
-    try:
-        leaked.append(pathlib.Path(target).read_text()[:50])  # sources, others' work
-    except OSError:
-        pass
-for target in {secrets!r} + {writable!r}:
-    try:
-        pathlib.Path(target).write_text("overwritten")  # and try to change them
-        leaked.append("wrote " + target)
-    except OSError:
-        pass
-for port in (22, {port}):
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1)
-        leaked.append("network")
-    except OSError:
-        pass
-pathlib.Path("/tmp/snoop-was-here").write_text("x")  # its own /tmp: must not reach ours
-eta_choice = 0.112 if not leaked else 1e-9  # full marks only if the sandbox held
-"""
+CELL = re.compile(r"# %% (?:\[(?P<kind>[\w-]+)\] ?)?(?P<arg>\S*)")
+KINDS = {"code", "markdown", "added", "edit", "hand-in"}
+PLACEHOLDER = re.compile(r"__[A-Z][A-Z_]*__")
+
+
+def expected_scores() -> dict[str, dict]:
+    """{plant: {"score": ..., "why": ...}} from the plants' table."""
+    return tomllib.loads((PLANTS / "expected.toml").read_text())
+
+
+def plant_sections(name: str) -> list[tuple[str, str, str]]:
+    """(kind, argument, text) of each cell of plant ``name``: kind is code (argument: the
+    grade id), markdown (the grade id), added (how many times), edit or hand-in."""
+    sections = []
+    for line in (PLANTS / f"{name}.py").read_text().splitlines():
+        found = CELL.fullmatch(line)
+        if found:
+            sections.append((found["kind"] or "code", found["arg"], []))
+        elif sections:  # lines before the first cell say what the plant is
+            sections[-1][2].append(line)
+    cells = []
+    for kind, arg, body in sections:
+        assert kind in KINDS, f"{name}: unknown cell kind [{kind}]"
+        while body and not body[-1].strip():
+            body.pop()
+        if kind == "markdown":
+            assert all(line == "#" or line.startswith("# ") for line in body), name
+            body = [line[2:] for line in body]
+        cells.append((kind, arg, "\n".join(body) + "\n"))
+    return cells
+
+
+def plant_cells(name: str) -> dict[str, str]:
+    """The student's answers in plant ``name``, by grade id."""
+    return {arg: text for kind, arg, text in plant_sections(name) if kind in ("code", "markdown")}
+
+
+def fill(text: str, values: dict) -> str:
+    """``text`` with each ``__NAME__`` replaced by ``values["NAME"]``."""
+
+    def value(found):
+        name = found[0].strip("_")
+        assert name in values, f"no value for {found[0]}"
+        return str(values[name])
+
+    return PLACEHOLDER.sub(value, text)
+
+
+def hand_in_plant(name: str, submitted: Path, others: Path, values: dict) -> None:
+    """Write plant ``name`` as the student ``name``'s submission in ``submitted``."""
+    sections = [(kind, arg, fill(text, values)) for kind, arg, text in plant_sections(name)]
+    answers = {arg: text for kind, arg, text in sections if kind in ("code", "markdown")}
+    solution_ids = {notebook.grade_id(c) for c in nb_of("source")["cells"] if notebook.is_answer(c)}
+    assert set(answers) <= solution_ids, f"{name}: {set(answers) - solution_ids} are no answers"
+    nb = solved(answers)
+    for kind, arg, text in sections:
+        if kind == "added":
+            nb["cells"] += [
+                {"cell_type": "code", "metadata": {}, "source": text, "outputs": [],
+                 "execution_count": None}
+                for _ in range(int(arg))
+            ]  # fmt: skip
+    for kind, _, text in sections:
+        if kind == "edit":
+            scope = {"nb": nb, "cell_index": cell_index, "json": json, "nb_of": nb_of}
+            exec(text, scope)
+            nb = scope["nb"]
+    handers = [text for kind, _, text in sections if kind == "hand-in"]
+    for text in handers:
+        scope = {"student_dir": submitted / name, "others": others, "LABS": LABS, "LAB": LAB}
+        exec(text, scope | {"solved": solved, "json": json})
+    if not handers:
+        hand_in(submitted, name, nb)
 
 
 def plant(submitted: Path, others: Path, course: Path, port: int) -> dict:
-    """Write one submission per trick; return {student: expected automatic score}."""
-
+    """Write one submission per plant; return {student: expected automatic score}."""
+    values = {
+        "SECRETS": [  # what the sandbox must not read
+            str(LABS / "source" / LAB / f"{LAB}.ipynb"),
+            str(course / "source" / LAB / f"{LAB}.ipynb"),
+            str(course / "gradebook.db"),
+            str(submitted / "correct" / LAB / f"{LAB}.ipynb"),
+            str(others / "secret.txt"),
+        ],
+        "WRITABLE": [str(ROOT / "src" / "perceptrons" / "__init__.py"), str(course / "grades.csv")],
+        "PORT": port,
+        "PROCESS_LIMIT": sandbox.Limits().processes,
+    }
     expected = {}
-
-    def case(student, nb, score):
-        hand_in(submitted, student, nb)
-        expected[student] = score
-
-    # honest work, and what the old grader already handled
-    case("correct", solved(), 7)
-    case("blank", nb_of("release"), 0)
-    case("wrong", solved({"ex1-code": PT_STEP + "    return w\n"}), 4)  # ex3 uses ours
-    case("loops", solved({"ex1-code": PT_STEP + "    while True:\n        pass\n"}), 4)
-    case("syntax", solved({"ex1-code": PT_STEP + "    return w +\n"}), 4)
-    edited = solved()
-    del edited["cells"][cell_index(edited, "ex1-visible")]  # a deleted test cell
-    edited["cells"][cell_index(edited, "ex2-tests")]["source"] = "pass"  # an edited one
-    case("tampered", edited, 7)
-    stripped = solved()  # pasted into a new notebook: no ids, but the student's own code
-    for cell in stripped["cells"]:
-        cell["metadata"] = {}
-    case("stripped", stripped, 7)
-    case("truncated", json.dumps(solved())[:5000], 0)
-    case(
-        "hog",
-        solved(
-            {
-                "ex2-code": "big = np.ones(3 * 10**9)\npredicted_updates = 11\n"
-                "predicted_w = np.array([-3., 2., 1.])"
-            }
-        ),
-        7,
-    )
-    # the grading issue's attacks: verdicts out of reach
-    case("hook", solved({"ex1-code": HOOK}), 0)
-    case(
-        "patcher",
-        solved(
-            {
-                "ex1-code": PATCHER,
-                "ex3-code": "def train(X, c, eta, max_epochs=100):\n    return np.zeros(3)\n",
-            }
-        ),
-        1,
-    )
-    case(
-        "always",
-        solved(
-            {
-                "ex1-code": ALWAYS,
-                "ex2-code": "predicted_updates = Always(0)\n"
-                "predicted_w = np.zeros(3).view(AlwaysArray)",
-                "ex3-code": "def train(X, c, eta, max_epochs=100):\n"
-                "    return np.zeros(3).view(AlwaysArray)",
-                "ex5-code": "eta_choice = Always(1.0)",
-            }
-        ),
-        0,
-    )
-    case("forger", solved({"ex2-code": FORGER}), 3)
-    # write it yourself
-    case("package", solved({"ex1-code": PACKAGE_STEP, "ex3-code": PACKAGE_TRAIN}), 1)
-    # a known limit: a copy of the package's function made before the check starts keeps
-    # its code, like pasting the package's source (see docs/decisions.md)
-    case("codecopy", solved({"ex3-code": CODECOPY}), 7)
-    # the test's own data: changed arguments are a wrong answer, never copied back
-    case("rewriter", solved({"ex1-code": NOT_DONE, "ex3-code": REWRITER}), 1)
-    case("mutator", solved({"ex1-code": MUTATOR}), 4)
-    # a value whose size the wire did not count
-    case("ranger", solved({"ex2-code": RANGER}), 7)
-    # answers that would cost the grader's own process time or memory (round 3)
-    case("collider", solved({"ex5-code": COLLIDER}), 6)
-    case("deep", solved({"ex5-code": DEEP}), 6)
-    case("bomb", solved({"ex5-code": BOMB}), 6)
-    case("notutf8", solved({"ex5-code": NOT_UTF8}), 6)
-    case("hugeframe", solved({"ex5-code": HUGE_FRAME}), 6)
-    chatter = solved({"ex5-code": CHATTER})
-    chatter["cells"] += [
-        {"cell_type": "code", "metadata": {}, "source": CHATTER_CELL, "outputs": [],
-         "execution_count": None}
-        for _ in range(60)
-    ]  # fmt: skip
-    case("chatter", chatter, 7)
-    # a written answer that would run in the instructor's browser (graded by hand)
-    case("xss", solved({"ex4-answer": XSS}), 7)
-    # harm to the grader or to others
-    case("signals", solved({"ex5-code": SIGNALS}), 7)
-    case("daemon", solved({"ex5-code": DAEMON}), 7)
-    case("flood", solved({"ex5-code": FLOOD}), 7)
-    case("filltmp", solved({"ex5-code": FILL_TMP}), 7)
-    case("outflood", solved({"ex5-code": OUTPUT_FLOOD}), 6)
-    secrets = [
-        str(LABS / "source" / LAB / f"{LAB}.ipynb"),
-        str(course / "source" / LAB / f"{LAB}.ipynb"),
-        str(course / "gradebook.db"),
-        str(submitted / "correct" / LAB / f"{LAB}.ipynb"),
-        str(others / "secret.txt"),
-    ]
-    writable = [str(ROOT / "src" / "perceptrons" / "__init__.py"), str(course / "grades.csv")]
-    case(
-        "snoop",
-        solved({"ex5-code": SNOOP.format(secrets=secrets, writable=writable, port=port)}),
-        7,
-    )
-    # files, not links; cells as nbgrader made them
-    source = LABS / "source" / LAB / f"{LAB}.ipynb"
-    (submitted / "linker" / LAB).mkdir(parents=True)
-    (submitted / "linker" / LAB / f"{LAB}.ipynb").symlink_to(source)
-    expected["linker"] = 0
-    (others / "folder" / LAB).mkdir(parents=True)
-    (others / "folder" / LAB / f"{LAB}.ipynb").write_text(json.dumps(solved()))
-    (submitted / "linkdir").symlink_to(others / "folder")
-    expected["linkdir"] = 0
-    copied = solved()
-    index = cell_index(copied, "ex1-visible")
-    copied["cells"].insert(index, json.loads(json.dumps(copied["cells"][index])))
-    case("copied", copied, 7)
-    inflated = solved()
-    inflated["cells"][cell_index(inflated, "ex1-visible")]["metadata"]["nbgrader"]["points"] = 100
-    inflated["cells"].append(
-        {
-            "cell_type": "code",
-            "execution_count": None,
-            "outputs": [],
-            "source": "pass",
-            "metadata": {
-                "nbgrader": {
-                    "grade": True,
-                    "grade_id": "bonus",
-                    "points": 50,
-                    "solution": False,
-                    "locked": True,
-                    "schema_version": 3,
-                }
-            },
-        }
-    )
-    case("inflated", inflated, 7)
-    shuffled = solved()
-    shuffled["cells"].reverse()
-    case("shuffled", shuffled, 7)
+    for name, entry in expected_scores().items():
+        hand_in_plant(name, submitted, others, values)
+        expected[name] = entry["score"]
     return expected
+
+
+def test_every_plant_has_its_score_and_every_score_its_plant():
+    table = expected_scores()
+    files = {path.stem for path in PLANTS.glob("*.py")}
+    assert set(table) == files, set(table) ^ files
+    assert len(files) >= 36
+    known = {"SECRETS", "WRITABLE", "PORT", "PROCESS_LIMIT"}
+    for name, entry in table.items():
+        assert set(entry) == {"score", "why"} and entry["why"].strip(), name
+        assert type(entry["score"]) is int and 0 <= entry["score"] <= 7, name  # 7 automatic
+        assert set(plant_cells(name)) <= {"ex1-code", "ex2-code", "ex3-code", "ex4-answer",
+                                          "ex5-code"}, name  # fmt: skip
+        for _, _, text in plant_sections(name):
+            assert {p.strip("_") for p in PLACEHOLDER.findall(text)} <= known, name
+    # the processes the daemon and the flood leave behind carry these marks
+    leftovers = plant_cells("daemon")["ex5-code"] + plant_cells("flood")["ex5-code"]
+    assert all(str(MARK + k) in leftovers for k in range(3))
 
 
 def snapshot(*folders):
@@ -855,7 +654,7 @@ def test_gradebook_feedback_and_autograded_notebooks_agree(graded):
     from nbgrader.api import Gradebook
 
     course = graded["course"]
-    with Gradebook(grade.db_url(course)) as gb:
+    with Gradebook(courses.db_url(course)) as gb:
         for student in ("correct", "wrong", "hog"):
             submission = gb.find_submission(LAB, student)
             assert submission.score == graded["expected"][student]
@@ -875,7 +674,7 @@ def test_a_second_run_grades_only_what_is_new_and_regrade_keeps_manual_scores(gr
     from nbgrader.api import Gradebook
 
     course, submissions = graded["course"], graded["submissions"]
-    with Gradebook(grade.db_url(course)) as gb:
+    with Gradebook(courses.db_url(course)) as gb:
         answer = gb.find_grade("ex4-answer", LAB, LAB, "correct")
         answer.manual_score = 2.0
         gb.db.commit()
@@ -910,7 +709,7 @@ def test_a_second_run_grades_only_what_is_new_and_regrade_keeps_manual_scores(gr
         progress=False,
     )
     assert source.read_text() == kept
-    assert sorted(r["student"] for r in regraded["graded"]) == ["correct", "wrong"]
+    assert sorted(r.student for r in regraded["graded"]) == ["correct", "wrong"]
     rows = {r["student"]: r for r in rows_of(course) if r["lab"] == LAB}
     assert rows["wrong"]["automatic"] == "7.0"
     assert rows["correct"]["total"] == "9.0"
@@ -932,7 +731,7 @@ def test_a_thousand_sleeping_cells_cost_the_notebook_limit_and_no_more(tmp_path)
     submissions, course = tmp_path / "in", tmp_path / "course"
     for student, nb in (("sleeper", sleeper), ("ada", solved()), ("bo", solved())):
         hand_in(submissions, student, nb)
-    grade.open_course(course)  # made beforehand, as after a first run
+    courses.open_course(course)  # made beforehand, as after a first run
     start = time.monotonic()
     grade.grade(submissions, course, jobs=2, limits=limits, progress=False)
     elapsed = time.monotonic() - start
@@ -1013,7 +812,8 @@ def test_unsafe_mode_still_computes_verdicts_outside(tmp_path):
     """Without the sandbox, student code runs with the grader's rights, but the verdicts
     are still the grader's: the patcher earns nothing more."""
     source = nb_of("source")
-    result = verdicts.evaluate(source, solved({"ex1-code": PATCHER}), LIMITS, unsafe=True)
+    patched = solved({"ex1-code": plant_cells("patcher")["ex1-code"]})
+    result = verdicts.evaluate(source, patched, LIMITS, unsafe=True)
     score = sum(c.get("score", 0) for c in result["cells"])
     # ex5 only (ex2 is worth no points): ex1 is wrong, and the patched np.array_equal stops
     # its own train after one epoch (even with the instructor's pt_step in place)
@@ -1032,7 +832,7 @@ def test_grading_runs_on_a_dask_cluster(tmp_path, monkeypatch):
     expected = {"correct": 7, "wrong": 4, "blank": 0}
     notebooks = {
         "correct": solved(),
-        "wrong": solved({"ex1-code": PT_STEP + "    return w\n"}),
+        "wrong": solved(plant_cells("wrong")),
         "blank": nb_of("release"),
     }
     for student, nb in notebooks.items():
@@ -1066,7 +866,7 @@ def test_manual_grading_in_formgrader_reaches_the_export_and_the_feedback(tmp_pa
     grade.grade(submissions, course, limits=LIMITS, progress=False)
     before = next(r for r in rows_of(course) if r["lab"] == LAB)
     assert (before["automatic"], before["manual"], before["total"]) == ("7.0", "0.0", "7.0")
-    with Gradebook(grade.db_url(course)) as gb:
+    with Gradebook(courses.db_url(course)) as gb:
         notebook_id = gb.find_submission_notebook(LAB, LAB, "ada").id
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -1090,11 +890,11 @@ def test_manual_grading_in_formgrader_reaches_the_export_and_the_feedback(tmp_pa
     finally:
         process.terminate()
         process.communicate(timeout=30)
-    grade.export(course)
+    export.export(course)
     after = next(r for r in rows_of(course) if r["lab"] == LAB)
     assert (after["automatic"], after["manual"], after["total"]) == ("7.0", "1.5", "8.5")
     assert after["status"] == "graded; 2 points wait for manual grading"  # ex2's trace table
-    grade.generate_feedback(course, [LAB])
+    feedback.generate_feedback(course, [LAB])
     html = (course / "feedback" / "ada" / LAB / f"{LAB}.html").read_text()
     assert "Right idea: the scale of w does not move the hyperplane." in html
     assert "8.5 / 11" in html

@@ -8,8 +8,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from _helpers import need_sandbox
-from labtools import grade, intake, layout, release, sandbox
+from _helpers import answered, need_sandbox
+from labtools import grade, intake, layout, sandbox, wire
 
 LAB = "lab1_perceptron"
 NB = f"{LAB}.ipynb"
@@ -329,10 +329,8 @@ def test_a_canvas_zip_and_a_moodle_zip_are_graded_each_student_apart(tmp_path):
     import csv
 
     need_sandbox()
-    correct = json.dumps(release.answered(LAB))
-    wrong = json.dumps(
-        release.answered(LAB, {"ex1-code": "def pt_step(w, x, c, eta):\n    return w\n"})
-    )
+    correct = json.dumps(answered(LAB))
+    wrong = json.dumps(answered(LAB, {"ex1-code": "def pt_step(w, x, c, eta):\n    return w\n"}))
     canvas = make_zip(
         tmp_path / "canvas.zip",
         {
@@ -397,7 +395,7 @@ def test_the_grade_command_prints_the_files_it_could_not_place(monkeypatch, caps
 
     def fake_grade(submissions, course, **kwargs):
         return {
-            "graded": [{"student": "555", "lab": LAB, "status": "refused: 2 files name ..."}],
+            "graded": [wire.Row.of("555", LAB, "", "refused: 2 files name ...")],
             "already graded": [],
             "exported": {},
             "layout": "canvas",

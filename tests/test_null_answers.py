@@ -41,8 +41,9 @@ import time
 from pathlib import Path
 
 import pytest
-from _helpers import ROOT, need_sandbox
-from labtools import grade, layout, notebook, release, sandbox
+from _helpers import ROOT, answered, need_sandbox
+from labtools import grade, layout, notebook, sandbox
+from labtools.wire import Status
 
 LABS = ROOT / "labs"
 LIMITS = sandbox.Limits(cell_seconds=10.0)
@@ -331,10 +332,10 @@ def plant(folder: Path) -> dict:
                 chosen = {gid: f[j % len(f)] for gid, f in cells.items()}
                 plans.append((f"null{k}-{j:02d}", chosen, set(group)))
         for student, chosen, checked in plans:
-            answered = release.answered(lab, {gid: src for gid, (_, src) in chosen.items()}, LABS)
+            nb = answered(lab, {gid: src for gid, (_, src) in chosen.items()}, LABS)
             path = folder / student / lab / f"{lab}.ipynb"
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(answered))
+            path.write_text(json.dumps(nb))
             labels = {exercise(gid): label for gid, (label, _) in chosen.items()}
             written[(student, lab)] = (checked, labels)
     return written
@@ -352,15 +353,15 @@ def null_grades(tmp_path_factory):
     seconds = time.monotonic() - start
     earned, statuses = [], {}
     for row in summary["graded"]:
-        checked, labels = planted[(row["student"], row["lab"])]
-        statuses[(row["student"], row["lab"])] = row["status"]
-        for test, verdict in (row.get("tests") or {}).items():
+        checked, labels = planted[(row.student, row.lab)]
+        statuses[(row.student, row.lab)] = row.status, row.text
+        for test, verdict in (row.tests or {}).items():
             ex = exercise(test)
             if verdict["score"] and (checked is None or ex in checked):
                 earned.append(
                     (
-                        row["lab"],
-                        f'{row["student"]} "{labels.get(ex, "?")}"',
+                        row.lab,
+                        f'{row.student} "{labels.get(ex, "?")}"',
                         test,
                         verdict["score"],
                     )
@@ -396,7 +397,9 @@ def test_an_exercise_that_reads_another_exercises_answer_is_found():
 @pytest.mark.slow  # grades every null answer of every lab in the sandbox: minutes
 @pytest.mark.parametrize("lab", layout.lab_names(LABS))
 def test_null_answers_earn_nothing(null_grades, lab):
-    ungraded = [k for k, s in null_grades["statuses"].items() if not s.startswith("graded")]
+    ungraded = [
+        (k, text) for k, (s, text) in null_grades["statuses"].items() if s is not Status.GRADED
+    ]
     assert not ungraded, ungraded
     assert {k for k in null_grades["planted"]} == set(null_grades["statuses"])
     earned = [e for e in null_grades["earned"] if e[0] == lab]

@@ -1,13 +1,23 @@
 """Instructor tools for the labs, one module per job.
 
 - :mod:`labtools.release`: the student versions, generated from the sources by nbgrader;
-- :mod:`labtools.grade`: grading a class into a course folder (gradebook, feedback, exports);
+- :mod:`labtools.grade`: one grading run of a class into a course folder, step by step:
+  - :mod:`labtools.course`: the course folder (nbgrader's course, its gradebook);
+  - :mod:`labtools.intake` and :mod:`labtools.layout`: the submissions (folders, zips,
+    Canvas and Moodle downloads);
+  - :mod:`labtools.schedule`: the notebooks on workers (the local pool, or a dask
+    cluster's: :mod:`labtools.cluster`);
+  - :mod:`labtools.worker`: one notebook graded in a worker;
+  - :mod:`labtools.record`: each outcome into the course folder and the gradebook;
+  - :mod:`labtools.feedback` and :mod:`labtools.export`: feedback files, grade tables;
 - :mod:`labtools.verdicts`: grading one notebook, every verdict outside the student's reach;
+- :mod:`labtools.render`: the notebook as graded, written answers cleaned;
 - :mod:`labtools.sandbox` and :mod:`labtools.agent`: where the student's code runs;
-- :mod:`labtools.wire`: what may cross from the student's side (plain data only);
+- :mod:`labtools.wire`: every message, typed: what may cross from the student's side
+  (plain data only), the requests and answers, a worker's task and outcome, a row's status;
 - :mod:`labtools.notebook`: which cells are graded, taken from the lab's source;
-- :mod:`labtools.layout`: folders and arguments (standard library only);
-- :mod:`labtools.formgrader`: nbgrader's formgrader on the course folder, for manual marks.
+- :mod:`labtools.formgrader`: nbgrader's formgrader on the course folder, for manual marks;
+- :mod:`labtools.options`: the commands' options (shared with ``tasks.py``).
 
 Command line: ``python -m labtools {release,grade,export,feedback,formgrader} --help``
 (``python3 tasks.py`` runs these in the project's environment).

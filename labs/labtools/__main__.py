@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 from pathlib import Path
 
+from labtools import options
 from labtools.layout import UsageError
 
 
@@ -62,13 +62,13 @@ def _grade(args) -> None:
             executor=executor,
         )
     rows = summary["graded"]
-    failed = [r for r in rows if not r["status"].startswith("graded")]
+    failed = [r for r in rows if not r.graded]
     print(
         f"\n{len(rows)} notebooks graded now, {len(summary['already graded'])} already graded "
         f"before (use --regrade to grade them again); {len(failed)} not graded:"
     )
     for row in failed:
-        print(f"  {row['student']} / {row['lab']}: {row['status']}")
+        print(f"  {row.student} / {row.lab}: {row.text}")
     unplaced = summary.get("not placed", [])
     if unplaced:
         print(f"{len(unplaced)} files of the {summary['layout']} download could not be placed:")
@@ -81,18 +81,19 @@ def _grade(args) -> None:
 
 
 def _export(args) -> None:
-    from labtools import grade
+    from labtools.export import export
 
-    for name, path in grade.export(Path(args.course)).items():
+    for name, path in export(Path(args.course)).items():
         print(f"{name}: {path}")
 
 
 def _feedback(args) -> None:
-    from labtools import grade, layout
+    from labtools import layout
+    from labtools.feedback import generate_feedback
 
     course = Path(args.course)
     layout.check_course(course)
-    grade.generate_feedback(course, args.labs or layout.lab_names(course))
+    generate_feedback(course, args.labs or layout.lab_names(course))
     print(f"feedback regenerated in {course / 'feedback'}")
 
 
@@ -111,49 +112,17 @@ def _formgrader(args) -> None:
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m labtools", description=__doc__)
     jobs = top.add_subparsers(dest="job", required=True)
-
-    release = jobs.add_parser("release", help="regenerate labs/release from labs/source")
-    release.set_defaults(run=_release)
-
-    grade = jobs.add_parser("grade", help="grade a folder or zip of submissions")
-    grade.add_argument(
-        "submissions",
-        help="[submitted/]<student>/<lab>/<lab>.ipynb, a zip, or a Canvas or Moodle download",
-    )
-    grade.add_argument("--course", default="grading", help="course folder (default: grading)")
-    grade.add_argument("--labs", nargs="+", help="only these labs")
-    grade.add_argument("--students", nargs="+", help="only these students")
-    grade.add_argument("--jobs", type=int, default=os.cpu_count(), help="notebooks at once")
-    grade.add_argument("--regrade", action="store_true", help="grade graded notebooks again")
-    grade.add_argument("--unsafe", action="store_true", help="grade without the sandbox")
-    grade.add_argument("--cell-timeout", type=float, default=60.0, help="seconds per cell")
-    grade.add_argument("--memory-gb", type=float, default=2.0, help="per process")
-    grade.add_argument(
-        "--limit",
-        action="append",
-        metavar="NAME=VALUE",
-        help="set one grading limit, e.g. notebook_seconds=900 (repeatable; the names and "
-        "defaults: labtools.sandbox.Limits and the instructor guide)",
-    )
-    grade.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="grade on the workers of this dask scheduler (tcp://HOST:8786) instead of --jobs",
-    )
-    grade.set_defaults(run=_grade)
-
-    for name, run, text in (
-        ("export", _export, "write grades.csv and grades-wide.csv (after manual grading)"),
-        ("feedback", _feedback, "regenerate feedback (after manual grading)"),
-        ("formgrader", _formgrader, "grade answers by hand in nbgrader's formgrader"),
-    ):
+    run = {
+        "release": _release,
+        "grade": _grade,
+        "export": _export,
+        "feedback": _feedback,
+        "formgrader": _formgrader,
+    }
+    for name, text in options.JOBS.items():
         job = jobs.add_parser(name, help=text)
-        job.add_argument("--course", default="grading", help="course folder (default: grading)")
-        if name == "feedback":
-            job.add_argument("--labs", nargs="+", help="only these labs")
-        if name == "formgrader":
-            job.add_argument("--port", type=int, default=8888)
-        job.set_defaults(run=run)
+        options.add_options(name, job)
+        job.set_defaults(run=run[name])
     return top
 
 

@@ -1,19 +1,19 @@
 """The student's side of grading: runs inside the sandbox, with the student's code.
 
 Started by :mod:`labtools.sandbox` as ``python -m labtools.agent``. It reads requests on
-file descriptor 3 and answers on 4, one JSON message in a frame each (framing and the
-grader's parser of the answers: :mod:`labtools.wire`):
+file descriptor 3 and answers on 4, one JSON message in a frame each (the messages, their
+framing and the grader's parser of the answers: :mod:`labtools.wire`):
 
-- ``{"op": "run", "source": ...}`` runs a cell in an IPython shell (magics work) and
-  answers whether it raised, with its printed output (cut to a size);
-- ``{"op": "get", "name": ...}`` answers the value of a name as plain data
-  (:mod:`labtools.wire`), or why it cannot be sent;
-- ``{"op": "call", "name": ..., "args": ..., "kwargs": ..., "forbid": [...]}`` calls the
-  student's function with plain-data arguments and answers its result and the arguments
-  as they are after the call (so a function that changes its input can be caught); the
-  package functions named in ``forbid`` raise RuntimeError while it runs ("write it yourself"),
-  and the names in ``reference`` are the instructor's versions (charged once: a later
-  exercise is not failed by an earlier one's bug).
+- :class:`~labtools.wire.Run` runs a cell in an IPython shell (magics work) and answers
+  whether it raised, with its printed output (cut to a size);
+- :class:`~labtools.wire.Get` answers the value of a name as plain data, or why it cannot
+  be sent;
+- :class:`~labtools.wire.Call` calls the student's function with plain-data arguments and
+  answers its result and the arguments as they are after the call (so a function that
+  changes its input can be caught); the package functions named in ``forbid`` raise
+  RuntimeError while it runs ("write it yourself"), and the names in ``reference`` are the
+  instructor's versions (charged once: a later exercise is not failed by an earlier one's
+  bug).
 
 Nothing here is trusted: the student's code runs in this process and may change any of
 it. The grader reads only plain data from it, checks every message, and computes every
@@ -36,18 +36,13 @@ MAX_OUTPUT = 20_000  # characters of printed output sent per cell (the grader cu
 AGENT = os.getpid()
 
 
-def receive() -> dict | None:
+def receive() -> bytes | None:
     """The grader's next request (trusted: the grader wrote it), or None once it has gone."""
-    import json
-
-    payload = wire.read_frame(REQUESTS, limit=2**40)
-    return None if payload is None else json.loads(payload)
+    return wire.read_frame(REQUESTS, limit=2**40)
 
 
-def send(message: dict) -> None:
-    import json
-
-    wire.write_frame(ANSWERS, json.dumps(message, allow_nan=False).encode())
+def send(answer: wire.Answer) -> None:
+    wire.write_frame(ANSWERS, wire.encode_answer(answer))
 
 
 def cut(text: str) -> str:
@@ -82,11 +77,13 @@ def forbidding(names: list[str]):
             func.__code__ = code
 
 
-def plain_or_reason(value) -> dict:
+def valued(value) -> wire.Answer:
+    """An answer that carries ``value`` as plain data (its JSON-ready form), or says why
+    it cannot."""
     try:
-        return {"value": wire.to_plain(value)}
+        return wire.Answer(value=wire.to_plain(value), has_value=True)
     except wire.NotPlainData as err:
-        return {"refused": str(err)}
+        return wire.Answer(refused=str(err))
 
 
 class Agent:
@@ -101,22 +98,22 @@ class Agent:
         self.shell = InteractiveShell.instance(config=config)
         self.shell.user_ns["__name__"] = "__main__"
 
-    def run(self, source: str) -> dict:
+    def run(self, request: wire.Run) -> wire.Answer:
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            result = self.shell.run_cell(source, store_history=False)
+            result = self.shell.run_cell(request.source, store_history=False)
         error = result.error_before_exec or result.error_in_exec
-        answer = {"stdout": cut(out.getvalue()), "stderr": cut(err.getvalue())}
-        answer["error"] = None if error is None else cut(f"{type(error).__name__}: {error}")
+        answer = wire.Answer(stdout=cut(out.getvalue()), stderr=cut(err.getvalue()))
+        answer.error = None if error is None else cut(f"{type(error).__name__}: {error}")
         return answer
 
-    def get(self, name: str) -> dict:
-        if name not in self.shell.user_ns:
-            return {"missing": True}
-        value = self.shell.user_ns[name]
+    def get(self, request: wire.Get) -> wire.Answer:
+        if request.name not in self.shell.user_ns:
+            return wire.Answer(missing=True)
+        value = self.shell.user_ns[request.name]
         if callable(value) and not isinstance(value, type):
-            return {"function": True}
-        return plain_or_reason(value)
+            return wire.Answer(function=True)
+        return valued(value)
 
     @contextlib.contextmanager
     def references(self, sources: dict[str, str]):
@@ -135,31 +132,34 @@ class Agent:
                 namespace.pop(name, None)
             namespace.update(saved)
 
-    def call(self, name: str, args, kwargs, forbid: list[str], reference: dict) -> dict:
-        func = self.shell.user_ns.get(name)
+    def call(self, request: wire.Call) -> wire.Answer:
+        func = self.shell.user_ns.get(request.name)
         if func is None or not callable(func):
-            return {"missing": True}
-        args, kwargs = wire.from_plain(args), wire.from_plain(kwargs)
+            return wire.Answer(missing=True)
+        args, kwargs = wire.from_plain(request.args), wire.from_plain(request.kwargs)
         out = io.StringIO()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
                 with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-                    with forbidding(forbid), self.references(reference):
+                    with forbidding(request.forbid), self.references(request.reference):
                         result = func(*args, **kwargs)
             except BaseException as error:  # noqa: BLE001 - reported to the grader as data
                 if isinstance(error, SystemExit | KeyboardInterrupt) and os.getpid() != AGENT:
                     os._exit(0)
                 text = "".join(traceback.format_exception_only(type(error), error)).strip()
-                return {"raised": cut(text), "warnings": self._warnings(caught)}
-        answer = plain_or_reason(result)
-        answer["args"] = plain_or_reason([list(args), kwargs]).get("value")  # after the call
-        answer["warnings"] = self._warnings(caught)
+                return wire.Answer(raised=cut(text), warnings=self._warnings(caught))
+        try:  # the arguments as they are after the call
+            args_after = wire.to_plain([list(args), kwargs])
+        except wire.NotPlainData:
+            args_after = None
+        answer = valued(result)
+        answer.args_plain, answer.warnings = args_after, self._warnings(caught)
         return answer
 
     @staticmethod
     def _warnings(caught) -> list:
-        return [[w.category.__name__, cut(str(w.message))] for w in caught[:20]]
+        return [(w.category.__name__, cut(str(w.message))) for w in caught[:20]]
 
 
 def warm_matplotlib_cache() -> None:
@@ -177,32 +177,23 @@ def main() -> None:
     agent = Agent()
     while True:
         try:
-            request = receive()
+            payload = receive()
         except KeyboardInterrupt:  # an interrupt that came just after an answer
             continue
-        if request is None or os.getpid() != AGENT:  # a forked child never answers
+        if payload is None or os.getpid() != AGENT:  # a forked child never answers
             os._exit(0)
-        op = request.get("op")
+        nonce = None
         try:
-            if op == "run":
-                answer = agent.run(request["source"])
-            elif op == "get":
-                answer = agent.get(request["name"])
-            elif op == "call":
-                answer = agent.call(
-                    request["name"],
-                    request["args"],
-                    request["kwargs"],
-                    forbid=request["forbid"],
-                    reference=request.get("reference") or {},
-                )
-            else:
-                answer = {"error": f"unknown request {op!r}"}
+            nonce, request = wire.decode_request(payload)
+            handle = {wire.Run: agent.run, wire.Get: agent.get, wire.Call: agent.call}
+            answer = handle[type(request)](request)
+        except wire.BadRequest as error:
+            nonce, answer = error.id, wire.Answer(error=str(error))
         except BaseException as error:  # noqa: BLE001
-            answer = {"error": cut(f"{type(error).__name__}: {error}")}
+            answer = wire.Answer(error=cut(f"{type(error).__name__}: {error}"))
         if os.getpid() != AGENT:
             os._exit(0)
-        answer["id"] = request.get("id")
+        answer.id = nonce
         send(answer)
 
 

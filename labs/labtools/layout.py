@@ -14,6 +14,7 @@ import json
 import os
 import re
 import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,6 +120,14 @@ def read_notebook(path: Path) -> bytes:
     if len(data) > MAX_NOTEBOOK:
         raise ValueError(f"larger than {MAX_NOTEBOOK // 2**20} MB")
     return data
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write a file whole or not at all (a run stopped midway leaves no half file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
+        f.write(text)
+    os.replace(f.name, path)
 
 
 def check_course(course: Path) -> None:

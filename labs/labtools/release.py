@@ -12,31 +12,14 @@ to ``labs/release/<lab>/<lab>.ipynb`` (committed, opened by Binder).
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
+from labtools.course import open_course  # the same course set-up as grading
 from labtools.layout import LABS
 
 STUB = "raise NotImplementedError()"
-
-
-def nbgrader_command(*args, env=None) -> tuple[list[str], dict]:
-    """The nbgrader command line of this Python environment, and an environment in which
-    its helpers (alembic) are found: (argv, env). ``env`` defaults to os.environ."""
-    bin_dir = Path(sys.executable).parent
-    env = dict(os.environ if env is None else env)
-    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
-    return [str(bin_dir / "nbgrader"), *args], env
-
-
-def nbgrader(*args, cwd: Path) -> subprocess.CompletedProcess:
-    """Run nbgrader in the course folder ``cwd`` and capture what it prints."""
-    argv, env = nbgrader_command(*args)
-    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
 
 
 def stub_message(source_cell: dict) -> str:
@@ -73,8 +56,6 @@ def add_stub_messages(release_nb: dict, source_nb: dict) -> dict:
 
 def generate(labs: Path = LABS, out: Path | None = None) -> Path:
     """Generate the student version of every lab into ``out`` (default: labs/release)."""
-    from labtools.grade import open_course  # the same course set-up as grading
-
     out = labs / "release" if out is None else out
     with tempfile.TemporaryDirectory() as tmp:
         course = Path(tmp) / "course"
@@ -88,23 +69,3 @@ def generate(labs: Path = LABS, out: Path | None = None) -> Path:
             text = json.dumps(add_stub_messages(release, source), indent=1, ensure_ascii=False)
             target.write_text(text + "\n")
     return out
-
-
-def answered(lab: str, replace: dict[str, str] | None = None, labs: Path = LABS) -> dict:
-    """The student version of ``lab`` with the instructor's answers filled in, as a student
-    who solved everything would hand it in; ``replace`` gives other answers by grade id."""
-    release_nb = json.loads((labs / "release" / lab / f"{lab}.ipynb").read_text())
-    source = json.loads((labs / "source" / lab / f"{lab}.ipynb").read_text())
-    answers = {
-        c["metadata"]["nbgrader"]["grade_id"]: c
-        for c in source["cells"]
-        if c["metadata"].get("nbgrader", {}).get("solution")
-    }
-    for cell in release_nb["cells"]:
-        meta = cell["metadata"].get("nbgrader", {})
-        if meta.get("solution"):
-            lines = "".join(answers[meta["grade_id"]]["source"]).splitlines()
-            cell["source"] = "\n".join(line for line in lines if "### " not in line)
-            if replace and meta["grade_id"] in replace:
-                cell["source"] = replace[meta["grade_id"]]
-    return release_nb

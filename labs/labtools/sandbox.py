@@ -323,8 +323,9 @@ class Sandbox:
             os.close(self._pidfd)
             self._pidfd = None
 
-    def request(self, message: dict, seconds: float | None = None) -> wire.Answer:
-        """Send one request and return the agent's answer, parsed by
+    def request(self, message: wire.Request, seconds: float | None = None) -> wire.Answer:
+        """Send one request (:class:`~labtools.wire.Run`, :class:`~labtools.wire.Get` or
+        :class:`~labtools.wire.Call`) and return the agent's answer, parsed by
         :func:`labtools.wire.decode_answer` and checked to belong to the request.
 
         A request that runs longer than ``seconds`` (default: the cell limit), or past the
@@ -343,9 +344,8 @@ class Sandbox:
         if self.stopped is not None:
             raise SandboxError(self.stopped)
         nonce = uuid.uuid4().hex
-        payload = json.dumps(dict(message, id=nonce), allow_nan=False).encode()
         try:
-            wire.write_frame(self._requests, payload)
+            wire.write_frame(self._requests, wire.encode_request(message, nonce))
         except OSError:
             self.stop("the notebook's process ended")
             raise SandboxError(self.stopped) from None

@@ -83,9 +83,7 @@ class StudentFunction:
             sent = wire.to_plain([list(args), kwargs])
         except wire.NotPlainData as err:  # the test itself passes something else
             raise TypeError(f"cannot send {err} to the student's {self.name}") from None
-        request = {"op": "call", "name": self.name, "forbid": self.forbid}
-        request["reference"] = self.reference
-        request.update(args=sent[0], kwargs=sent[1])
+        request = wire.Call(self.name, sent[0], sent[1], self.forbid, self.reference)
         try:
             answer = self.box.request(request)
         except SandboxError as err:
@@ -119,7 +117,7 @@ class StudentFunction:
 def fetch(box: Sandbox, name: str, forbid: list[str], reference: dict | None = None):
     """The student's ``name`` as the grader may use it (see the module's docstring)."""
     try:
-        answer = box.request({"op": "get", "name": name})
+        answer = box.request(wire.Get(name))
     except SandboxError as err:
         return Unavailable(name, f"could not be read: the notebook's process stopped ({err})")
     if answer.missing:
@@ -209,7 +207,7 @@ def evaluate(
     unsafe: bool = False,
     mpl_cache: Path | None = None,
 ) -> dict:
-    """Grade one notebook; returns plain data (see :func:`labtools.grade.grade_task`).
+    """Grade one notebook; returns plain data (see :func:`labtools.worker.grade_task`).
 
     ``cells``: for every cell of the plan, its role, grade id, source, outputs and, for
     tests, ``passed`` and ``score``; ``notes``: what the instructor should know; ``stopped``:
@@ -269,7 +267,7 @@ def evaluate(
                     )
             if cell.sandbox and box.stopped is None:
                 try:
-                    answer = box.request({"op": "run", "source": cell.sandbox})
+                    answer = box.request(wire.Run(cell.sandbox))
                 except SandboxError:
                     answer = None
                 if answer is not None and answer.interrupted:

@@ -1,4 +1,5 @@
-"""What crosses between a student's sandbox and the grader: plain data, and nothing else.
+"""The grader's messages: what crosses between a student's sandbox and the grader, and
+between the grader and its workers, as typed objects.
 
 This module is the one place that says what a student's value may be when it reaches the
 trusted side: ``None``, ``bool``, ``int``, ``float``, ``str``, lists, tuples and ``range``
@@ -17,6 +18,16 @@ keys per dict and seconds. Whatever arrives, the grader holds at most a bounded 
 memory for it, spends a bounded time on it, and gets fresh objects of the built-in and
 numpy types: only data, never the behaviour of the student's objects.
 
+The protocol, each message a dataclass:
+
+- the grader's requests to the agent: :class:`Run` (a cell), :class:`Get` (a name's
+  value), :class:`Call` (a student's function), sent by :func:`encode_request` and read by
+  :func:`decode_request`; the agent's answer to each: :class:`Answer`, sent by
+  :func:`encode_answer` and read by :func:`decode_answer`;
+- a grading worker's job and what it gives back: :class:`Task` (one notebook) and
+  :class:`Outcome`;
+- a notebook's row in the course folder: :class:`Row`, with its :class:`Status`.
+
 Imported inside the sandbox too, so it needs nothing but the standard library and numpy.
 """
 
@@ -29,7 +40,9 @@ import os
 import select
 import struct
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import ClassVar
 
 import numpy as np
 
@@ -127,11 +140,6 @@ def to_plain(value, depth: int = 0, budget: list | None = None):
             pairs.append([to_plain(key, depth + 1, budget), to_plain(item, depth + 1, budget)])
         return {"$dict": pairs}
     raise NotPlainData(describe(value))
-
-
-def encode(value) -> str:
-    """``value`` as JSON text (see :func:`to_plain`)."""
-    return json.dumps(to_plain(value), allow_nan=False)
 
 
 class _Decoder:
@@ -250,19 +258,11 @@ def _parse(raw: bytes | str, budget: Budget):
         raise NotPlainData(f"not readable as data ({type(err).__name__})") from err
 
 
-def decode(text: str | bytes, budget: Budget | None = None):
-    """The plain data in JSON ``text`` (see :func:`encode`); :class:`NotPlainData` if it is
-    anything else or costs more than ``budget``."""
+def from_plain(data, budget: Budget | None = None):
+    """Fresh built-in and numpy objects from the JSON-ready form, within ``budget``; strict
+    about its shape (used inside the sandbox for the grader's arguments)."""
     budget = budget or Budget()
-    deadline = time.monotonic() + budget.seconds
-    return _Decoder(budget, deadline).value(_parse(text, budget))
-
-
-def from_plain(data, depth: int = 0):
-    """Fresh built-in and numpy objects from the JSON-ready form; strict about its shape
-    (used inside the sandbox for the grader's arguments)."""
-    budget = Budget()
-    return _Decoder(budget, time.monotonic() + budget.seconds).value(data, depth)
+    return _Decoder(budget, time.monotonic() + budget.seconds).value(data)
 
 
 # --- frames --------------------------------------------------------------------------------
@@ -318,16 +318,83 @@ def read_frame(fd: int, limit: int, deadline: float | None = None) -> bytes | No
     return read_exactly(fd, size, deadline)
 
 
+# --- the grader's requests ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    """Run a cell in the student's shell (magics work); answered with whether it raised
+    and what it printed."""
+
+    source: str
+    op: ClassVar[str] = "run"
+
+
+@dataclass(frozen=True)
+class Get:
+    """The value of a name as plain data, or why it cannot be sent (missing, a function,
+    not plain data)."""
+
+    name: str
+    op: ClassVar[str] = "get"
+
+
+@dataclass(frozen=True)
+class Call:
+    """Call the student's function ``name`` with plain-data arguments (their JSON-ready
+    form); the package functions in ``forbid`` raise while it runs ("write it yourself"),
+    and the names in ``reference`` are the instructor's versions (their source code)."""
+
+    name: str
+    args: list
+    kwargs: dict
+    forbid: list[str] = field(default_factory=list)
+    reference: dict[str, str] = field(default_factory=dict)
+    op: ClassVar[str] = "call"
+
+
+Request = Run | Get | Call
+REQUESTS: dict[str, type] = {kind.op: kind for kind in (Run, Get, Call)}
+
+
+def encode_request(request: Request, id: str) -> bytes:
+    """The payload of a frame that carries ``request`` with the nonce ``id``."""
+    return json.dumps({"op": request.op, "id": id, **asdict(request)}, allow_nan=False).encode()
+
+
+class BadRequest(ValueError):
+    """A request this agent does not know; ``id`` is its nonce, for the answer."""
+
+    def __init__(self, message: str, id: str | None):
+        super().__init__(message)
+        self.id = id
+
+
+def decode_request(payload: bytes) -> tuple[str | None, Request]:
+    """(id, request) from a frame the grader wrote (trusted: no student code has run on
+    it); :class:`BadRequest` for a request this agent does not know."""
+    fields = json.loads(payload)
+    id, op = fields.pop("id", None), fields.pop("op", None)
+    if op not in REQUESTS:
+        raise BadRequest(f"unknown request {op!r}", id)
+    try:
+        return id, REQUESTS[op](**fields)
+    except TypeError as err:
+        raise BadRequest(f"a malformed {op} request ({err})", id) from None
+
+
 # --- the agent's answers ----------------------------------------------------------------------
 
 
 @dataclass
 class Answer:
-    """What the agent answered to one request, as the grader may use it.
+    """What the agent answered to one request: built by the agent, sent by
+    :func:`encode_answer`, and rebuilt on the grader's side by :func:`decode_answer`.
 
-    ``value`` and ``args`` are decoded plain data (``has_value`` says whether there was a
-    value at all); ``args_plain`` is the arguments' JSON-ready form, to compare with what
-    was sent. Texts are cut to the budget's ``text`` characters.
+    On the grader's side ``value`` is decoded plain data (``has_value`` says whether there
+    was a value at all); on the agent's, its JSON-ready form (:func:`to_plain`).
+    ``args_plain`` is the arguments' JSON-ready form after a call, to compare with what was
+    sent. The grader cuts texts to the budget's ``text`` characters.
     """
 
     id: str | None = None
@@ -346,6 +413,26 @@ class Answer:
 
 
 _TEXTS = ("stdout", "stderr", "error", "refused", "raised")
+
+
+def encode_answer(answer: Answer) -> bytes:
+    """The payload of the frame that carries ``answer`` (the agent's side, where ``value``
+    is already JSON-ready): the fields that are set, under the names
+    :func:`decode_answer` reads."""
+    data: dict = {"id": answer.id}
+    for name in _TEXTS:
+        if getattr(answer, name):
+            data[name] = getattr(answer, name)
+    for name in ("missing", "function"):
+        if getattr(answer, name):
+            data[name] = True
+    if answer.has_value:
+        data["value"] = answer.value
+    if answer.args_plain is not None:
+        data["args"] = answer.args_plain
+    if answer.warnings:
+        data["warnings"] = [list(pair) for pair in answer.warnings]
+    return json.dumps(data, allow_nan=False).encode()
 
 
 def _text(value, budget: Budget, name: str) -> str:
@@ -403,3 +490,107 @@ def decode_answer(raw: bytes, budget: Budget) -> Answer:
         category = _text(pair[0], budget, "warning")[:80]
         answer.warnings.append((category, _text(pair[1], budget, "warning")))
     return answer
+
+
+# --- a grading worker's job, and a notebook's row in the course folder -----------------------
+
+
+class Status(StrEnum):
+    """What became of one submitted notebook. The results files and ``grades.csv`` keep
+    the status as text that starts with the value ("graded; 4 points wait for manual
+    grading", "refused: the notebook is a symbolic link"): :meth:`of` reads it back, from
+    files written by any version of these tools."""
+
+    GRADED = "graded"
+    REFUSED = "refused"  # not read: a link, too large, not a valid student id, ...
+    UNREADABLE = "unreadable notebook"  # not a notebook nbformat can read
+    FAILED = "grading failed"  # the grader's own failure (the log says why)
+    NOT_RUN = "not graded"  # its task never ran (a cluster lost): the next run grades it
+    MISSING = "missing"  # nothing handed in (grades.csv only)
+
+    @classmethod
+    def split(cls, text: str) -> tuple[Status, str]:
+        """(status, the rest of the text): ``"graded; a note"`` -> (GRADED, ``"; a note"``)."""
+        for status in cls:
+            rest = text[len(status.value) :]
+            if text.startswith(status.value) and (not rest or rest[0] in ";:( "):
+                return status, rest
+        raise ValueError(f"not a grading status: {text[:80]!r}")
+
+    @classmethod
+    def of(cls, text: str) -> Status:
+        """The status a row's text starts with."""
+        return cls.split(text)[0]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One notebook to grade, as plain data: what a worker (a process of the local pool,
+    or a dask worker on another machine) needs, and nothing from the course folder."""
+
+    student: str
+    lab: str
+    source: dict  # the lab's source notebook
+    notebook: str  # the submitted notebook's text
+    limits: dict  # the fields of labtools.sandbox.Limits
+    unsafe: bool = False
+    mpl_cache: str | None = None  # the grading machine's matplotlib cache, if a worker has it
+
+
+@dataclass
+class Outcome:
+    """What a worker gives back for one :class:`Task`: GRADED with the verdicts
+    (:func:`labtools.verdicts.evaluate`) and the notebook as graded, UNREADABLE with why,
+    or FAILED with the grader's traceback."""
+
+    status: Status
+    detail: str = ""  # UNREADABLE: " (JSONDecodeError)", ...; FAILED: the traceback
+    evaluation: dict | None = None  # GRADED: what labtools.verdicts.evaluate returned
+    autograded: dict | None = None  # GRADED: the notebook as graded
+
+    @property
+    def seconds(self) -> float | None:
+        return self.evaluation["seconds"] if self.evaluation else None
+
+
+@dataclass
+class Row:
+    """One notebook's row: ``results/<student>/<lab>.json`` in the course folder, and what
+    ``grade`` returns for it. ``text`` is the status as the files keep it."""
+
+    student: str
+    lab: str
+    digest: str
+    status: Status
+    detail: str = ""  # the rest of the status's text: "; notes", ": why", ...
+    tests: dict | None = None  # {grade id: {"score", "points", "message"}} once graded
+    seconds: float | None = None
+
+    @property
+    def text(self) -> str:
+        return self.status.value + self.detail
+
+    @property
+    def graded(self) -> bool:
+        return self.status is Status.GRADED
+
+    @classmethod
+    def of(cls, student: str, lab: str, digest: str, text: str) -> Row:
+        """A row whose status is given as text ("refused: ...")."""
+        status, detail = Status.split(text)
+        return cls(student, lab, digest, status, detail)
+
+    def to_json(self) -> dict:
+        data = {"student": self.student, "lab": self.lab, "digest": self.digest}
+        data["status"] = self.text
+        if self.tests is not None:
+            data["tests"] = self.tests
+        if self.seconds is not None:
+            data["seconds"] = self.seconds
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> Row:
+        row = cls.of(data["student"], data["lab"], data.get("digest", ""), data["status"])
+        row.tests, row.seconds = data.get("tests"), data.get("seconds")
+        return row

@@ -1,0 +1,64 @@
+"""The grade tables: ``grades.csv`` (a row per student and lab) and ``grades-wide.csv`` (a
+row per student, a column per lab), from the results and the gradebook's manual scores.
+Written at the end of every run and again on request (``python -m labtools export``)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from labtools import course as courses
+from labtools import layout
+from labtools.record import read_row
+from labtools.wire import Status
+
+
+def export(course) -> dict[str, Path]:
+    """Write both tables into ``course``; return their paths (``grades``, ``wide``)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    course = Path(course)
+    labs = layout.lab_names(course)
+    students = courses.students(course)
+    rows = []
+    with Gradebook(courses.db_url(course)) as gb:
+        maxima = {lab: gb.find_assignment(lab).max_score for lab in labs}
+        for student in students:
+            for lab in labs:
+                row = {"student": student, "lab": lab, "automatic": 0.0, "manual": 0.0}
+                row.update(total=0.0, max_score=maxima[lab], status=Status.MISSING.value)
+                result = courses.result_path(course, student, lab)
+                if result.exists():
+                    row["status"] = read_row(result).text
+                if Status.of(row["status"]) is Status.GRADED:
+                    try:
+                        notebook = gb.find_submission_notebook(lab, lab, student)
+                    except MissingEntry:
+                        notebook = None
+                    waiting = 0.0
+                    for grade in notebook.grades if notebook else []:
+                        if grade.manual_score is not None:
+                            row["manual"] += grade.manual_score
+                        elif grade.auto_score is not None:
+                            row["automatic"] += grade.auto_score
+                        else:
+                            waiting += grade.max_score
+                    row["total"] = row["automatic"] + row["manual"]
+                    if waiting:
+                        row["status"] += f"; {waiting:g} points wait for manual grading"
+                rows.append(row)
+    fields = ["student", "lab", "automatic", "manual", "total", "max_score", "status"]
+    long_csv, wide_csv = course / "grades.csv", course / "grades-wide.csv"
+    with open(long_csv, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    with open(wide_csv, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", *labs, "total", "max_score"])
+        for student in students:
+            mine = {r["lab"]: r["total"] for r in rows if r["student"] == student}
+            writer.writerow(
+                [student, *(mine[lab] for lab in labs), sum(mine.values()), sum(maxima.values())]
+            )
+    return {"grades": long_csv, "wide": wide_csv}

@@ -1,0 +1,73 @@
+"""The instructor commands' options, declared once: ``python -m labtools`` and
+``python3 tasks.py`` build their parsers from :func:`add_options`.
+
+Standard library only: ``tasks.py`` reads them with the system's Python, before the
+project's environment exists, to check a command line (and answer ``--help``) before it
+installs anything; it then hands the same arguments to ``python -m labtools``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+#: the jobs of ``python -m labtools`` and their one-line help
+JOBS = {
+    "release": "regenerate labs/release from labs/source",
+    "grade": "grade a folder or zip of submissions",
+    "export": "write grades.csv and grades-wide.csv (after manual grading)",
+    "feedback": "regenerate feedback (after manual grading)",
+    "formgrader": "grade answers by hand in nbgrader's formgrader",
+}
+
+
+def add_course_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--course", default="grading", help="course folder (default: grading)")
+
+
+def add_grade_options(grade: argparse.ArgumentParser) -> None:
+    """The options of ``grade`` (the grading limits: :class:`labtools.sandbox.Limits`)."""
+    grade.add_argument(
+        "submissions",
+        help="[submitted/]<student>/<lab>/<lab>.ipynb, a zip, or a Canvas or Moodle download",
+    )
+    add_course_option(grade)
+    grade.add_argument("--labs", nargs="+", help="only these labs")
+    grade.add_argument("--students", nargs="+", help="only these students")
+    grade.add_argument(
+        "--jobs", type=int, default=os.cpu_count(), help="notebooks graded at once (default: cores)"
+    )
+    grade.add_argument("--regrade", action="store_true", help="grade graded notebooks again")
+    grade.add_argument("--unsafe", action="store_true", help="grade without the sandbox")
+    grade.add_argument(
+        "--cell-timeout", type=float, default=60.0, help="seconds per cell (default: 60)"
+    )
+    grade.add_argument(
+        "--memory-gb", type=float, default=2.0, help="memory per process in GB (default: 2)"
+    )
+    grade.add_argument(
+        "--limit",
+        action="append",
+        metavar="NAME=VALUE",
+        help="set one grading limit, e.g. notebook_seconds=900 (repeatable; the names and "
+        "defaults: labtools.sandbox.Limits and the instructor guide)",
+    )
+    grade.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="grade on the workers of this dask scheduler (tcp://HOST:8786) instead of --jobs",
+    )
+
+
+def add_options(job: str, parser: argparse.ArgumentParser) -> None:
+    """Declare the options of ``job`` (one of :data:`JOBS`) on ``parser``."""
+    if job == "grade":
+        add_grade_options(parser)
+    elif job in ("export", "feedback", "formgrader"):
+        add_course_option(parser)
+        if job == "feedback":
+            parser.add_argument("--labs", nargs="+", help="only these labs")
+        if job == "formgrader":
+            parser.add_argument("--port", type=int, default=8888)
+    elif job != "release":
+        raise ValueError(f"no such job: {job}")

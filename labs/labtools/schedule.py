@@ -1,0 +1,172 @@
+"""Scheduling a run's notebooks on workers: the local pool (one process per core) or any
+``concurrent.futures.Executor`` (a dask cluster's, :mod:`labtools.cluster`).
+
+:func:`run` hands each notebook to a worker as a :class:`~labtools.wire.Task`
+(:func:`labtools.worker.grade_task`), records each :class:`~labtools.wire.Outcome` as it
+comes (:class:`labtools.record.Recorder`), and has the feedback written
+(:mod:`labtools.feedback`). :class:`Queue` orders the notebooks, longest lab first.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import multiprocessing
+import os
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+
+from labtools import course as courses
+from labtools import layout
+from labtools.feedback import feedback_task, generate_feedback
+from labtools.layout import Submission
+from labtools.record import Recorder
+from labtools.wire import Outcome, Row, Status, Task
+from labtools.worker import grade_task, mpl_cache
+
+
+class Queue:
+    """The notebooks still to grade, longest first: a lab's expected time is the mean of
+    its notebooks graded so far (in this run or an earlier one); a lab not yet seen goes
+    first, once, to be measured. Longest first keeps the cores busy to the end: a long
+    notebook started last would leave the other cores idle while it runs."""
+
+    def __init__(self, todo: list, seconds: dict[str, list[float]]):
+        self.pending: dict[str, list] = {}
+        for item in todo:
+            self.pending.setdefault(item[0].lab, []).append(item)
+        for items in self.pending.values():
+            items.reverse()  # popped from the end: each lab's notebooks in the order given
+        self.seconds = {lab: list(values) for lab, values in seconds.items()}
+        self.started: set[str] = set()
+
+    def __len__(self) -> int:
+        return sum(len(items) for items in self.pending.values())
+
+    def expected(self, lab: str) -> float:
+        if self.seconds.get(lab):
+            return sum(self.seconds[lab]) / len(self.seconds[lab])
+        return float("inf") if lab not in self.started else 0.0
+
+    def pop(self):
+        lab = max((lab for lab, items in self.pending.items() if items), key=self.expected)
+        self.started.add(lab)
+        return self.pending[lab].pop()
+
+    def measured(self, lab: str, seconds: float | None) -> None:
+        if seconds is not None:
+            self.seconds.setdefault(lab, []).append(seconds)
+
+
+def seconds_so_far(course: Path) -> dict[str, list[float]]:
+    """Each lab's grading times recorded in the course folder by earlier runs."""
+    seconds: dict[str, list[float]] = {}
+    for path in (course / "results").glob("*/*.json"):
+        try:
+            row = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(row.get("seconds"), (int, float)):
+            seconds.setdefault(path.stem, []).append(row["seconds"])
+    return seconds
+
+
+def not_run(sub: Submission, digest: str) -> Row:
+    """The row of a notebook whose task was cancelled: not saved, so the next run grades it."""
+    detail = ": the cluster stopped before grading it; run the same command again"
+    return Row(sub.student, sub.lab, digest, Status.NOT_RUN, detail)
+
+
+def _one_thread_each() -> None:
+    """Worker start: numpy's BLAS on one thread, as the grading runs one notebook per core
+    (idle BLAS threads of several workers would spin on the same cores)."""
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = "1"
+
+
+def default_executor(jobs: int) -> concurrent.futures.Executor:
+    """The local pool: ``jobs`` fresh interpreters, BLAS on one thread each."""
+    context = multiprocessing.get_context("spawn")  # a clean interpreter per worker
+    return concurrent.futures.ProcessPoolExecutor(
+        max_workers=jobs, mp_context=context, initializer=_one_thread_each
+    )
+
+
+def run(course, todo, *, limits, unsafe, jobs, executor, progress) -> list[Row]:
+    """Grade ``todo`` ([(submission, digest, bytes)]) on the executor, record each result
+    as it comes, and have the feedback written: by the workers of our own pool (they share
+    the course folder), else here at the end.
+
+    Our own pool gets one notebook more than it has workers, chosen by :class:`Queue` as
+    each result comes in (so the feedback runs between notebooks, not all at the end);
+    another executor gets every notebook at once, in the queue's order.
+    """
+    from tqdm import tqdm
+
+    cache = mpl_cache()
+    sources = {lab: courses.source_notebook(course, lab) for lab in {sub.lab for sub, _, _ in todo}}
+    rows = []
+    own = executor is None
+    workers = jobs or os.cpu_count() or 1
+    executor = executor or default_executor(workers)
+    bar = tqdm(total=len(todo), unit="notebook", disable=not progress, desc="grading")
+    failures, feedback, running = 0, [], {}
+    queue = Queue([item for item in todo if not item[0].refused], seconds_so_far(course))
+    in_flight = workers + 1 if own else len(todo)
+
+    def submit() -> None:
+        while queue and len(running) < in_flight:
+            sub, digest, data = queue.pop()
+            task = Task(
+                student=sub.student,
+                lab=sub.lab,
+                source=sources[sub.lab],
+                notebook=data.decode("utf-8", errors="replace"),
+                limits=asdict(limits),
+                unsafe=unsafe,
+                mpl_cache=cache,
+            )
+            running[executor.submit(grade_task, task)] = (sub, digest, data)
+
+    try:
+        with Recorder(course) as recorder:
+            for sub, digest, _ in todo:
+                if sub.refused:
+                    rows.append(recorder.record(sub, digest=digest, data=None, outcome=None))
+                    bar.update()
+            submit()
+            while running:
+                done, _ = concurrent.futures.wait(
+                    running, return_when=concurrent.futures.FIRST_COMPLETED
+                )
+                for future in done:
+                    sub, digest, data = running.pop(future)
+                    if future.cancelled():  # the executor went away (a dask scheduler lost):
+                        rows.append(not_run(sub, digest))  # nothing recorded, run again
+                        failures += 1
+                        bar.update()
+                        continue
+                    try:
+                        outcome = future.result()
+                    except Exception:  # noqa: BLE001 - a worker that died: that row, not the run
+                        outcome = Outcome(Status.FAILED, traceback.format_exc())
+                    queue.measured(sub.lab, outcome.seconds)
+                    row = recorder.record(sub, digest=digest, data=data, outcome=outcome)
+                    rows.append(row)
+                    if own and row.graded:
+                        feedback.append(
+                            executor.submit(feedback_task, str(course), sub.student, sub.lab)
+                        )
+                    failures += not row.graded
+                    bar.set_postfix(not_graded=failures)
+                    bar.update()
+                submit()
+        concurrent.futures.wait(feedback)
+    finally:
+        bar.close()
+        if own:
+            executor.shutdown(cancel_futures=True)
+    # what no worker wrote (another executor, a failure, a run stopped before)
+    generate_feedback(course, layout.lab_names(course), missing_only=True)
+    return rows

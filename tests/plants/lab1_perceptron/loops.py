@@ -1,0 +1,4 @@
+# %% ex1-code
+def pt_step(w, x, c, eta):
+    while True:
+        pass

@@ -1,0 +1,2 @@
+# %% [edit]
+nb["cells"].reverse()

@@ -1,0 +1,2 @@
+# %% [edit]
+nb = json.dumps(nb)[:5000]  # the file cut short

@@ -1,0 +1,124 @@
+"""The instructor tools' shape: every module imports, no module imports another that
+imports it back (lazy imports inside functions count too), and the commands' options are
+declared once, so that ``tasks.py`` and ``python -m labtools`` accept the same ones."""
+
+import argparse
+import ast
+import importlib
+
+import pytest
+from _helpers import ROOT
+
+import tasks
+
+PACKAGE = ROOT / "labs" / "labtools"
+MODULES = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
+
+
+def imports_of(module: str) -> set[str]:
+    """The labtools modules that ``module`` imports, anywhere in its source."""
+    tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+            if node.module == "labtools":  # from labtools import a, b: modules by name
+                names = [f"labtools.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "labtools" and len(parts) > 1 and parts[1] in MODULES:
+                found.add(parts[1])
+    return found - {module}
+
+
+def cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph`` as a path [a, b, ..., a], or None."""
+    state: dict[str, str] = {}
+    path: list[str] = []
+
+    def visit(node):
+        state[node] = "open"
+        path.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == "open":
+                return path[path.index(target) :] + [target]
+            if target not in state and (found := visit(target)):
+                return found
+        state[node] = "done"
+        path.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_labtools_module_imports_itself_back():
+    graph = {module: imports_of(module) for module in MODULES}
+    assert graph["release"] == {"course", "layout"}  # release and grade imported each other
+    assert cycle(graph) is None, " -> ".join(cycle(graph))
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_every_labtools_module_imports(module):
+    importlib.import_module(f"labtools.{module}")
+
+
+def test_the_options_tasks_py_needs_first_are_standard_library():
+    for module in ("layout", "options"):
+        assert imports_of(module) == set(), module  # tasks.py reads them before any install
+
+
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return action.choices
+
+
+def declared(parser: argparse.ArgumentParser) -> dict:
+    return {
+        tuple(a.option_strings) or a.dest: (a.dest, a.default, a.nargs, a.type, a.help)
+        for a in parser._actions
+        if not isinstance(a, argparse._HelpAction)
+    }
+
+
+@pytest.mark.parametrize("job", ["grade", "formgrader", "export", "feedback"])
+def test_both_entry_points_accept_the_same_options(job):
+    from labtools.__main__ import parser
+
+    ours, theirs = subcommands(tasks.command_line())[job], subcommands(parser())[job]
+    assert declared(ours) == declared(theirs)
+    assert declared(ours), job
+
+
+def test_a_grade_command_line_means_the_same_to_both():
+    from labtools.__main__ import parser
+
+    argv = ["grade", "in.zip", "--course", "c", "--labs", "lab1_perceptron", "--jobs", "3"]
+    argv += ["--regrade", "--unsafe", "--cell-timeout", "5", "--memory-gb", "1.5"]
+    argv += ["--limit", "notebook_seconds=900", "--limit", "keys=50", "--scheduler", "tcp://s:1"]
+    ours, theirs = vars(tasks.command_line().parse_args(argv)), vars(parser().parse_args(argv))
+    theirs.pop("run")
+    assert ours == theirs
+    assert theirs["limit"] == ["notebook_seconds=900", "keys=50"]
+
+
+def test_tasks_py_hands_labtools_the_arguments_as_given(monkeypatch, tmp_path):
+    given = []
+    monkeypatch.setattr(tasks, "labtools", lambda *args: given.append(args))
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "x").write_text("")
+    argv = ["grade", str(tmp_path / "in"), "--course", str(tmp_path / "c"), "--memory-gb", "3"]
+    tasks.main(argv)
+    tasks.main(["formgrader", "--port", "9999"])
+    assert given == [tuple(argv), ("formgrader", "--port", "9999")]
