@@ -275,7 +275,9 @@ def main(argv: list[str] | None = None) -> None:
             print(f"\n{len(shots)} screenshots in _build/screenshots/ (desktop/, phone/).")
         elif job == "pdf":
             setup("requirements-book.txt")
-            index = build_book(builder="singlehtml")
+            # the configuration of `book` (Binder buttons when the repository is known), so
+            # that after `book` Sphinx reuses the chapters it executed and only writes the page
+            index = build_book(repository=repository_url(), builder="singlehtml")
             book = pdf(index.parent, BUILD / "pdf" / "book.pdf")
             print(f"\nThe book as one PDF: {book.relative_to(ROOT)}")
         elif job == "test":
@@ -286,9 +288,12 @@ def main(argv: list[str] | None = None) -> None:
             else:
                 print("Not a git checkout: the pre-commit hooks were NOT run.", flush=True)
             env = dict(os.environ, PYTHONHASHSEED="0")
-            quick = ["-m", "not slow", "tests"] if args.quick else []  # no builds, no notebooks
+            quick = ["-m", "not slow"] if args.quick else []  # no builds, no notebooks
+            # two workers (pytest-xdist), tests that must not overlap in one group each
+            # (conftest.py)
+            workers = ["-n", "2", "--dist", "loadgroup"]
             slowest = ["--durations=15"]  # the slowest tests, listed at the end
-            run(BIN / "python", "-m", "pytest", *quick, *slowest, env=env)
+            run(BIN / "python", "-m", "pytest", *quick, *workers, *slowest, env=env)
         elif job == "labs":
             labtools("release")
         elif job in ("grade", "formgrader", "export", "feedback"):
