@@ -7,14 +7,16 @@ or the class of planted submissions graded, the modules that start a browser or 
 fresh environment, and every notebook cell nbval executes (test_grading.py and the other
 grading modules mark their other slow tests themselves).
 
-Groups (`--dist loadgroup`, pyproject.toml; `python3 tasks.py test` runs two workers): the
-items of one group run in order on one worker, and a worker takes the next group when it is
-free, the largest groups first.
+Groups (`python3 tasks.py test` runs two pytest-xdist workers, `-n 2`): the items of one
+group run in order on one worker, and a worker takes the next group when it is free, the
+largest groups first. :func:`group` reads an item's group from its node id alone, since the
+controller that hands out the groups sees no more (pytest-xdist's own `xdist_group` marker
+is not used: with pytest 9 its `--dist loadgroup` no longer keeps a group together).
 
-- "book": every test that reads the book builds. The builds are a session fixture, made by
-  each worker that needs them; one worker needs them, so the book is built once.
-- "sandbox": every test of the grading modules but those marked with a group of their own
-  (test_grading's check of labs/release runs nbgrader, not the sandbox). `graded` asserts
+- "book": the two modules whose tests read the book builds. The builds are a session
+  fixture, made by each worker that needs them; one worker needs them, so the book is built
+  once. A test elsewhere that asks for the builds is refused at collection.
+- "sandbox": every test of the grading modules but those in OWN_GROUP. `graded` asserts
   that no process of a sandbox's user is left running when the class is graded, which a
   sandbox started by the other worker would break; the null answers, the sleeper and the
   killed run grade with both cores and time limits, so two of them should not overlap.
@@ -27,21 +29,25 @@ import pytest
 SLOW_FIXTURES = {"built_books", "graded"}
 SLOW_MODULES = {"test_browser.py", "test_binder.py"}
 BOOK_FIXTURES = {"built_books"}
+BOOK_MODULES = {"test_book.py", "test_browser.py"}
 SANDBOX_MODULES = {"test_grading.py", "test_null_answers.py", "test_dask_cli.py", "test_intake.py"}
+# tests of a grading module that start no sandbox (nbgrader only): beside the grading
+OWN_GROUP = {"tests/test_grading.py::test_student_versions_are_up_to_date": "release"}
 
 
-def pytest_configure(config):
-    """With pytest-xdist workers (`-n`), only `--dist loadgroup` keeps the groups together.
-    The group marker is declared here too, for a pytest without pytest-xdist (it then
-    means nothing, and --strict-markers would refuse it undeclared)."""
-    config.addinivalue_line("markers", "xdist_group(name): run with the tests of this group")
-    workers = getattr(config.option, "numprocesses", None)
-    dist = getattr(config.option, "dist", "no")
-    if workers and dist != "loadgroup" and not hasattr(config, "workerinput"):
-        raise pytest.UsageError(
-            f"-n {workers} needs --dist loadgroup (not {dist}): the book builds and the "
-            "grading sandbox must each stay on one worker (conftest.py)"
-        )
+def group(nodeid: str) -> str:
+    """The group of the item with this node id ('tests/test_x.py::test_y[z]',
+    'book/01_neuron.ipynb::Cell 3'): see the module's docstring."""
+    path, _, name = nodeid.partition("::")
+    test = f"{path}::{name.split('[')[0]}"
+    if test in OWN_GROUP:
+        return OWN_GROUP[test]
+    module = path.rpartition("/")[2]
+    if module in BOOK_MODULES:
+        return "book"
+    if module in SANDBOX_MODULES:
+        return "sandbox"
+    return path
 
 
 def is_notebook_cell(item) -> bool:
@@ -49,23 +55,26 @@ def is_notebook_cell(item) -> bool:
     return item.path.suffix == ".ipynb"
 
 
-def group(item) -> str:
-    """The pytest-xdist group of a collected item (see the module's docstring); a test
-    marked with a group of its own keeps it."""
-    if marked := item.get_closest_marker("xdist_group"):
-        return marked.args[0]
-    if BOOK_FIXTURES & set(getattr(item, "fixturenames", ())):
-        return "book"
-    if item.path.name in SANDBOX_MODULES:
-        return "sandbox"
-    return str(item.path.relative_to(item.config.rootpath))
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups from the markers
 def pytest_collection_modifyitems(config, items):
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if SLOW_FIXTURES & fixtures or item.path.name in SLOW_MODULES or is_notebook_cell(item):
             item.add_marker(pytest.mark.slow)
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(group(item)))
+        if BOOK_FIXTURES & fixtures and group(item.nodeid) != "book":
+            raise pytest.UsageError(
+                f"{item.nodeid} reads the book builds: put it in one of {sorted(BOOK_MODULES)}"
+                " or add its module to BOOK_MODULES (conftest.py), so that the book is built"
+                " once, on one worker"
+            )
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, which may not be installed
+def pytest_xdist_make_scheduler(config, log):
+    """With workers (`-n`), whatever `--dist` says: the groups above, largest first."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group(nodeid)
+
+    return GroupScheduling(config, log)

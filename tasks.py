@@ -289,9 +289,8 @@ def main(argv: list[str] | None = None) -> None:
                 print("Not a git checkout: the pre-commit hooks were NOT run.", flush=True)
             env = dict(os.environ, PYTHONHASHSEED="0")
             quick = ["-m", "not slow"] if args.quick else []  # no builds, no notebooks
-            # two workers (pytest-xdist), tests that must not overlap in one group each
-            # (conftest.py)
-            workers = ["-n", "2", "--dist", "loadgroup"]
+            # two workers (pytest-xdist); what must not overlap is grouped (conftest.py)
+            workers = ["-n", "2"]
             slowest = ["--durations=15"]  # the slowest tests, listed at the end
             run(BIN / "python", "-m", "pytest", *quick, *workers, *slowest, env=env)
         elif job == "labs":

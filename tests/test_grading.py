@@ -100,7 +100,6 @@ def test_there_are_at_least_four_labs_with_four_to_eight_exercises():
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("release")  # nbgrader only, no sandbox: beside the grading (conftest.py)
 def test_student_versions_are_up_to_date(tmp_path):
     release.generate(out=tmp_path)
     for lab in layout.lab_names():
