@@ -129,14 +129,22 @@ def lab(args: list[str]) -> None:
     lab_settings(LAB_VENV)
     print(
         f"\nOpening the course ({FIRST_PAGE}) in JupyterLab. Its address, with the token that"
-        "\nlets you in, is printed below (the line starting with http://127.0.0.1); open it"
-        "\nin a browser if none opens. Stop JupyterLab with Control-C.\n",
+        "\nlets you in, is printed below: the line starting with http://127.0.0.1 and ending in"
+        f"\n{FIRST_PAGE}?token=...; open it in a browser if none opens. Control-C stops it.\n",
         flush=True,
     )
-    # the root of the repository is JupyterLab's root: book/, labs/release/ in its file browser
-    command = [python, "-m", "jupyter", "lab", f"--ServerApp.root_dir={ROOT}", *args]
+    # the root of the repository is JupyterLab's root (book/ and labs/release/ in its file
+    # browser); the address it prints and opens is the course's first page
     try:
-        run(*command, FIRST_PAGE)
+        run(
+            python,
+            "-m",
+            "jupyter",
+            "lab",
+            f"--ServerApp.root_dir={ROOT}",
+            f"--LabApp.default_url=/lab/tree/{FIRST_PAGE}",
+            *args,
+        )
     except KeyboardInterrupt:
         pass
 

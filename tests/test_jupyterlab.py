@@ -150,3 +150,36 @@ def test_harness_sees_errors_markup_and_unevaluated_numbers(chromium, binder, tm
     assert seen[error].errors == ["cell 1: ZeroDivisionError: division by zero"]
     assert seen[error].not_run == ["cell 2: y = 2"] and not seen[error].stopped_at_stub
     assert seen[stub].stopped_at_stub and seen[stub].problems() == []
+
+
+def test_lab_command_opens_the_course_offline_settings(binder, monkeypatch, tmp_path):
+    """`python3 tasks.py lab ARGS`: .venv-lab set up (stamped: no network once done), the
+    overrides file turns off what JupyterLab fetches from the network, valid for JupyterLab's
+    own schema, and ARGS reach `jupyter lab`, which prints and opens the first page."""
+    import tasks
+
+    calls = []
+    monkeypatch.setattr(tasks, "setup", lambda reqs, env: calls.append((reqs, env)) or "py")
+    monkeypatch.setattr(tasks, "run", lambda *cmd, **kw: calls.append(cmd))
+    monkeypatch.setattr(tasks, "LAB_VENV", tmp_path)
+    tasks.main(["lab", "--no-browser", "--port", "8890"])
+    assert calls[0] == ("requirements-lab.txt", tmp_path)
+    command = calls[1]
+    assert command[:4] == ("py", "-m", "jupyter", "lab")
+    assert command[-3:] == ("--no-browser", "--port", "8890")
+    assert f"--LabApp.default_url=/lab/tree/{tasks.FIRST_PAGE}" in command
+    assert (ROOT / tasks.FIRST_PAGE).exists()
+    written = json.loads((tmp_path / "share/jupyter/lab/settings/overrides.json").read_text())
+    notification = written["@jupyterlab/apputils-extension:notification"]
+    assert notification == {"checkForUpdates": False, "fetchNews": "false"}
+    schema = json.loads(
+        (
+            binder.path
+            / "share/jupyter/lab/schemas/@jupyterlab/apputils-extension"
+            / "notification.json"
+        ).read_text()
+    )["properties"]
+    assert {"const": "false", "title": "Never"} in schema["fetchNews"]["oneOf"]
+    assert schema["checkForUpdates"]["type"] == "boolean"
+    with pytest.raises(SystemExit):  # the other jobs still refuse options they do not know
+        tasks.main(["book", "--no-browser"])
