@@ -94,7 +94,7 @@ def test_page_runs_and_reads_well_in_jupyterlab(lab, notebook):
             if not jupyterlab.has_slider(page):
                 problems.append("its slider panel is not shown")
             else:
-                ms = [jupyterlab.move_first_slider(page) for _ in range(2)]
+                ms = [round(jupyterlab.move_first_slider(page)) for _ in range(2)]
                 print(f"{notebook}: the first slider redrew its picture in {ms} ms")
         assert not problems, f"{notebook} in JupyterLab:\n" + "\n".join(problems)
     finally:
