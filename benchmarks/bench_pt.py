@@ -85,7 +85,8 @@ def row(data, n, repeat):
             ]
         )  # (repeat, 4): pt, pt fast, scikit-learn, plain loop
     t_pt, t_fast, t_skl, t_plain = np.median(times, axis=0)
-    cells = (data, n, res.iterations, res.mistakes, *(1e3 * np.array([t_pt, t_fast, t_skl, t_plain])))
+    millis = 1e3 * np.array([t_pt, t_fast, t_skl, t_plain])
+    cells = (data, n, res.iterations, res.mistakes, *millis)
     ratios = (
         np.median(times[:, 0] / times[:, 2]),  # pt / scikit-learn
         np.median(times[:, 1] / times[:, 2]),  # fast / scikit-learn

@@ -253,7 +253,8 @@ def test_the_fast_path_makes_the_same_run_with_every_option():
             fast.converged,
         )
         if plain.path is not None:
-            assert np.array_equal(plain.path, fast.path) and np.array_equal(plain.updated, fast.updated)
+            assert np.array_equal(plain.path, fast.path)
+            assert np.array_equal(plain.updated, fast.updated)
     with pytest.warns(P.ConvergenceWarning) as caught:
         P.pt(X, c, max_epochs=2, fast=True)
     assert caught[0].filename == __file__  # the warning points at the caller, as without fast

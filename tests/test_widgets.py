@@ -323,8 +323,6 @@ def test_batch_size_demo_over_both_sliders():
             assert status.startswith(f"η = {eta:g}, after 20 epochs:") and f"b = {b} (" in status
             run = P.mbgd(X, c, eta=float(eta), batch_size=b, max_epochs=20, tol=1e-300,
                          stop="err", warn=False)  # fmt: skip
-            np.testing.assert_allclose(
-                lines[1].get_ydata(), np.maximum(run.loss - err_min, 1e-12)
-            )
+            np.testing.assert_allclose(lines[1].get_ydata(), np.maximum(run.loss - err_min, 1e-12))
     assert "BGD (1 update an epoch) diverges" in update(eta=0.03, batch_size=1)
     assert "IGD (60 updates an epoch) diverges" not in update(eta=0.03, batch_size=1)
