@@ -89,7 +89,7 @@ def _recorder(Xa, c, w, *, stop, tol) -> Recorder:
     )
 
 
-def _delta_result(run, *, converged, diverged, name, eta, stop, max_epochs, warn) -> DeltaResult:
+def _delta_result(run, converged, diverged, *, name, eta, stop, max_epochs, warn) -> DeltaResult:
     """The :class:`DeltaResult` of the recorded run, with a warning (unless ``warn=False``)
     if training diverged or did not meet its stopping rule; the warning points at the caller
     of ``name``."""
@@ -151,14 +151,7 @@ def bgd(X, c, eta, w0=None, max_epochs=1000, tol=1e-6, stop="grad", warn=True) -
             if converged := run.converged():  # 10. until the stopping rule holds
                 break
     return _delta_result(
-        run,
-        converged=converged,
-        diverged=diverged,
-        name="BGD",
-        eta=eta,
-        stop=stop,
-        max_epochs=max_epochs,
-        warn=warn,
+        run, converged, diverged, name="BGD", eta=eta, stop=stop, max_epochs=max_epochs, warn=warn
     )
 
 
@@ -259,14 +252,7 @@ def igd(X, c, eta, w0=None, max_epochs=1000, tol=1e-6, stop="change", warn=True)
             if converged := run.converged():  # 9. until the stopping rule holds
                 break
     return _delta_result(
-        run,
-        converged=converged,
-        diverged=diverged,
-        name="IGD",
-        eta=eta,
-        stop=stop,
-        max_epochs=max_epochs,
-        warn=warn,
+        run, converged, diverged, name="IGD", eta=eta, stop=stop, max_epochs=max_epochs, warn=warn
     )
 
 
@@ -318,8 +304,8 @@ def mbgd(
                 break
     return _delta_result(
         run,
-        converged=converged,
-        diverged=diverged,
+        converged,
+        diverged,
         name="Mini-batch GD",
         eta=eta,
         stop=stop,

@@ -56,7 +56,7 @@ def _recorder(grad, w0, *, steps, tol, max_norm) -> tuple[Recorder, int]:
     return Recorder(w, stop="grad", tol=tol, gradient=gradient, max_norm=max_norm), steps
 
 
-def _gd_result(run, *, converged, diverged, steps, name, warn, why="η is too large") -> GDResult:
+def _gd_result(run, converged, diverged, *, steps, name, warn, why="η is too large") -> GDResult:
     """The :class:`GDResult` of the recorded run, with a warning (unless ``warn=False``) if
     the run diverged (``why`` says the likely cause) or did not converge in ``steps``
     steps; the warning points at the caller of the method ``name``."""
@@ -110,9 +110,7 @@ def descend(
             if diverged := run.diverged(w=w):  # ‖w(t+1)‖ > max_norm, or not finite
                 break
             run.record(w)
-    return _gd_result(
-        run, converged=converged, diverged=diverged, steps=steps, name=name, warn=warn, why=why
-    )
+    return _gd_result(run, converged, diverged, steps=steps, name=name, warn=warn, why=why)
 
 
 def gd(
@@ -155,9 +153,7 @@ def gd(
             if diverged := run.diverged(w=w):  # ‖w(t+1)‖ > max_norm, or not finite
                 break
             run.record(w)
-    return _gd_result(
-        run, converged=converged, diverged=diverged, steps=steps, name="Gradient descent", warn=warn
-    )
+    return _gd_result(run, converged, diverged, steps=steps, name="Gradient descent", warn=warn)
 
 
 def exact_step(f, w, g, eta_max=1e6, tol=1e-10) -> float:

@@ -188,7 +188,7 @@ def pt(
             if error != 0:  # (an error of 0 leaves w as it is)
                 delta_w = eta * error * x  # 6. Δw = η · error · x
                 w = w + delta_w  # 7. w = w + Δw
-                run.record(w, updated=i)
+                run.record(w, updated=i)  # keep w and the example behind the update
         if run.count == mistakes_before:  # 8. until no example is misclassified
             return _pt_result(run, epochs=t, converged=True, warn=warn)
     return _pt_result(run, epochs=max_epochs, converged=False, warn=warn)
