@@ -11,6 +11,11 @@ To look at the website without a browser at hand, or to print it (both need Chro
     python3 tasks.py screenshots   # every page at desktop and phone width: _build/screenshots/
     python3 tasks.py pdf           # the whole book as one PDF: _build/pdf/book.pdf
 
+For students: the course in JupyterLab on your own machine (sets up .venv-lab/ the first time,
+then works offline; options after `lab` go to JupyterLab, e.g. --no-browser --port 8890):
+
+    python3 tasks.py lab
+
 For instructors (see the instructor guide in the book; `--help` after each job):
 
     python3 tasks.py labs                    # regenerate labs/release from labs/source
@@ -42,6 +47,16 @@ from vendor_assets import vendor_assets  # noqa: E402  (standard library only, l
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 BUILD = ROOT / "_build"
+LAB_VENV = ROOT / ".venv-lab"  # the student environment with JupyterLab (`lab`)
+FIRST_PAGE = "book/00_tour.ipynb"  # where `lab` opens the course
+# JupyterLab asks the network for news and for a newer version: not on a student's machine
+# that may be offline (an overrides file in the environment sets the defaults of every user)
+LAB_OVERRIDES = {
+    "@jupyterlab/apputils-extension:notification": {
+        "checkForUpdates": False,
+        "fetchNews": "false",
+    },
+}
 
 
 def run(*cmd, **kwargs) -> None:
@@ -81,17 +96,57 @@ def install(env_dir: Path, requirements: str) -> Path:
     return python
 
 
-def setup(requirements: str) -> None:
-    """Install `requirements` into .venv, unless nothing they depend on has changed."""
+def setup(requirements: str, env_dir: Path = VENV) -> Path:
+    """Install `requirements` into `env_dir` (.venv), unless nothing they depend on has
+    changed since the last time (then nothing is fetched: it works offline); return its
+    python."""
     if sys.version_info < (3, 11):
         sys.exit(f"Python 3.11 or newer is needed; this is {sys.version.split()[0]}.")
-    stamp = VENV / f".installed-{requirements}"
+    stamp = env_dir / f".installed-{requirements}"
     reqs = sorted(ROOT.glob("requirements*.txt"))  # -r includes reach any of them
     want = digest(*reqs, ROOT / "constraints.txt", ROOT / "pyproject.toml")
-    if stamp.exists() and stamp.read_text() == want:
-        return
-    install(VENV, requirements)
+    python = env_dir / ("Scripts" if os.name == "nt" else "bin") / "python"
+    if stamp.exists() and stamp.read_text() == want and python.exists():
+        return python
+    install(env_dir, requirements)
     stamp.write_text(want)
+    return python
+
+
+def lab_settings(env_dir: Path) -> Path:
+    """Write JupyterLab's settings overrides into the environment `env_dir` (its
+    share/jupyter/lab/settings/overrides.json, read for every user of that JupyterLab)."""
+    overrides = env_dir / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    overrides.parent.mkdir(parents=True, exist_ok=True)
+    overrides.write_text(json.dumps(LAB_OVERRIDES, indent=1) + "\n")
+    return overrides
+
+
+def lab(args: list[str]) -> None:
+    """Set up .venv-lab (the student environment and JupyterLab) and open the course's first
+    page in JupyterLab, with `args` passed on to `jupyter lab`."""
+    python = setup("requirements-lab.txt", LAB_VENV)
+    lab_settings(LAB_VENV)
+    print(
+        f"\nOpening the course ({FIRST_PAGE}) in JupyterLab. Its address, with the token that"
+        "\nlets you in, is printed below: the line starting with http://127.0.0.1 and ending in"
+        f"\n{FIRST_PAGE}?token=...; open it in a browser if none opens. Control-C stops it.\n",
+        flush=True,
+    )
+    # the root of the repository is JupyterLab's root (book/ and labs/release/ in its file
+    # browser); the address it prints and opens is the course's first page
+    try:
+        run(
+            python,
+            "-m",
+            "jupyter",
+            "lab",
+            f"--ServerApp.root_dir={ROOT}",
+            f"--LabApp.default_url=/lab/tree/{FIRST_PAGE}",
+            *args,
+        )
+    except KeyboardInterrupt:
+        pass
 
 
 def repository_url() -> str | None:
@@ -253,6 +308,12 @@ def command_line() -> argparse.ArgumentParser:
         ("clean", "remove _build/"),
     ):
         jobs.add_parser(name, help=text)
+    jobs.add_parser(
+        "lab",
+        help="open the course in JupyterLab (sets up .venv-lab/; then works offline)",
+        description="Set up .venv-lab/ and open the course in JupyterLab. Any further "
+        "arguments go to `jupyter lab`, e.g. --no-browser --port 8890.",
+    )
     options = labtools_options()  # declared once, by labtools (standard library only)
     for name in ("grade", "formgrader", "export", "feedback"):
         options.add_options(name, jobs.add_parser(name, help=options.JOBS[name]))
@@ -261,10 +322,16 @@ def command_line() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    args = command_line().parse_args(argv)
+    parser = command_line()
+    # `lab` passes what it does not know on to JupyterLab; the other jobs refuse it
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.job != "lab":
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     job = args.job
     try:
-        if job == "book":
+        if job == "lab":
+            lab(rest)
+        elif job == "book":
             setup("requirements-book.txt")
             index = build_book(repository=repository_url())
             print(f"\nThe book is built. Open {index.relative_to(ROOT)} in a browser.")

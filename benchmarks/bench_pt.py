@@ -63,14 +63,14 @@ def row(data, n, repeat):
     res = P.pt(X, c, max_epochs=budget, history=False, warn=False)
     fast = P.pt(X, c, max_epochs=budget, history=False, warn=False, fast=True)
     assert np.array_equal(fast.w, res.w), "fast=True found different weights"
-    skl = Perceptron(eta0=1.0, alpha=0.0, shuffle=False, tol=None, max_iter=res.epochs)
+    skl = Perceptron(eta0=1.0, alpha=0.0, shuffle=False, tol=None, max_iter=res.iterations)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         skl.fit(X, c)
         w_skl = np.r_[skl.intercept_, skl.coef_[0]]
         if data == "separable":
             assert np.array_equal(w_skl, res.w), "scikit-learn found different weights"
-        assert np.array_equal(plain_pt(X, c, res.epochs), res.w), "the plain loop differs"
+        assert np.array_equal(plain_pt(X, c, res.iterations), res.w), "the plain loop differs"
         times = np.array(
             [
                 (
@@ -79,13 +79,14 @@ def row(data, n, repeat):
                         lambda: P.pt(X, c, max_epochs=budget, history=False, warn=False, fast=True)
                     ),
                     seconds(lambda: skl.fit(X, c)),
-                    seconds(lambda: plain_pt(X, c, res.epochs)),
+                    seconds(lambda: plain_pt(X, c, res.iterations)),
                 )
                 for _ in range(repeat)
             ]
         )  # (repeat, 4): pt, pt fast, scikit-learn, plain loop
     t_pt, t_fast, t_skl, t_plain = np.median(times, axis=0)
-    cells = (data, n, res.epochs, res.mistakes, *(1e3 * np.array([t_pt, t_fast, t_skl, t_plain])))
+    millis = 1e3 * np.array([t_pt, t_fast, t_skl, t_plain])
+    cells = (data, n, res.iterations, res.mistakes, *millis)
     ratios = (
         np.median(times[:, 0] / times[:, 2]),  # pt / scikit-learn
         np.median(times[:, 1] / times[:, 2]),  # fast / scikit-learn

@@ -169,3 +169,10 @@ def test_the_set_up_check_names_the_fix_instead_of_a_traceback():
     text = shown.stdout + shown.stderr
     assert "This page needs scikit-learn" in text and "`python3 tasks.py lab`" in text
     assert "Traceback" not in text and "raise SetupNeeded" not in text
+
+
+def test_the_jupyterlab_test_recognises_the_chapters_note():
+    import jupyterlab  # tools/: the harness of tests/test_jupyterlab.py
+    import setup_cell
+
+    assert jupyterlab.NOTE_TITLE in setup_cell.NOTE

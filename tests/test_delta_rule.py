@@ -51,7 +51,7 @@ def test_bgd_decreases_err_monotonically_below_two_over_lambda_max():
     lam = hessian_lambda_max(X)
     res = P.bgd(X, c, eta=1.9 / lam, max_epochs=5000, tol=1e-8)
     assert res.converged and not res.diverged
-    assert np.all(np.diff(res.errors) <= 1e-12)
+    assert np.all(np.diff(res.loss) <= 1e-12)
     np.testing.assert_allclose(res.w, P.lls(X, c), atol=1e-7)
 
 
@@ -61,15 +61,15 @@ def test_bgd_reports_divergence_above_two_over_lambda_max():
     with pytest.warns(P.DivergenceWarning, match="diverged at epoch"):
         res = P.bgd(X, c, eta=2.5 / lam, max_epochs=5000)
     assert res.diverged and not res.converged
-    assert np.all(np.isfinite(res.errors)) and np.all(np.isfinite(res.w))
-    assert res.errors[-1] > res.errors[0]
+    assert np.all(np.isfinite(res.loss)) and np.all(np.isfinite(res.w))
+    assert res.loss[-1] > res.loss[0]
 
 
 def test_igd_reports_divergence_for_huge_eta():
     X, c = regression_data()
     with pytest.warns(P.DivergenceWarning):
         res = P.igd(X, c, eta=50.0, max_epochs=100)
-    assert res.diverged and np.all(np.isfinite(res.ws))
+    assert res.diverged and np.all(np.isfinite(res.path))
 
 
 @pytest.mark.parametrize("stop", ["grad", "change", "err"])
@@ -83,9 +83,9 @@ def test_bgd_stopping_rules(stop):
     if stop == "grad":
         assert np.linalg.norm(P.sq_error_grad(w, X, c)) <= tol
     elif stop == "change":
-        assert abs(res.errors[-2] - res.errors[-1]) <= tol
+        assert abs(res.loss[-2] - res.loss[-1]) <= tol
     else:
-        assert res.errors[-1] <= tol
+        assert res.loss[-1] <= tol
 
 
 def test_bgd_epoch_is_one_delta_rule_step():
@@ -94,7 +94,7 @@ def test_bgd_epoch_is_one_delta_rule_step():
     res = P.bgd(X, c, eta=0.01, w0=w0, max_epochs=1, tol=1e-12, stop="err", warn=False)
     Xa = np.hstack([np.ones((5, 1)), X])
     expected = w0 + 0.01 * sum((c[i] - w0 @ Xa[i]) * Xa[i] for i in range(5))
-    np.testing.assert_allclose(res.ws[1], expected, rtol=1e-14)
+    np.testing.assert_allclose(res.path[1], expected, rtol=1e-14)
 
 
 def test_igd_epoch_updates_after_every_example():
@@ -103,7 +103,7 @@ def test_igd_epoch_updates_after_every_example():
     w = np.zeros(3)
     for x, t in zip(np.hstack([np.ones((5, 1)), X]), c, strict=True):
         w = w + 0.05 * (t - w @ x) * x
-    np.testing.assert_allclose(res.ws[1], w, rtol=1e-14)
+    np.testing.assert_allclose(res.path[1], w, rtol=1e-14)
 
 
 def test_igd_with_a_schedule_counts_single_updates_across_epochs():
@@ -119,7 +119,7 @@ def test_igd_with_a_schedule_counts_single_updates_across_epochs():
     np.testing.assert_allclose(res.w, w, rtol=1e-13)
     constant = P.igd(X, c, eta=0.05, max_epochs=3, stop="err", tol=1e-12, warn=False)
     scheduled = P.igd(X, c, eta=lambda k: 0.05, max_epochs=3, stop="err", tol=1e-12, warn=False)
-    np.testing.assert_array_equal(scheduled.ws, constant.ws)
+    np.testing.assert_array_equal(scheduled.path, constant.path)
 
 
 def test_igd_with_a_decaying_schedule_converges_where_a_constant_eta_hovers():
@@ -150,10 +150,10 @@ def test_lms_is_one_igd_epoch_and_records_every_step():
     X, c = regression_data(n=30)
     res = P.lms(X, c, eta=0.01)
     epoch = P.igd(X, c, eta=0.01, max_epochs=1, tol=1e-12, stop="err", warn=False)
-    np.testing.assert_array_equal(res.w, epoch.ws[1])
-    assert res.ws.shape == (31, 4) and res.errors.shape == (30,)
+    np.testing.assert_array_equal(res.w, epoch.path[1])
+    assert res.path.shape == (31, 4) and res.errors.shape == (30,)
     Xa = np.hstack([np.ones((30, 1)), X])
-    np.testing.assert_allclose(res.errors, c - np.sum(Xa * res.ws[:-1], axis=1), rtol=1e-12)
+    np.testing.assert_allclose(res.errors, c - np.sum(Xa * res.path[:-1], axis=1), rtol=1e-12)
 
 
 def test_lms_tracks_a_system_that_changes():
@@ -162,8 +162,8 @@ def test_lms_tracks_a_system_that_changes():
     w_true = np.where(np.arange(4000)[:, None] < 2000, [1.0, -1.0], [-0.5, 2.0])
     d = np.sum(X * w_true, axis=1) + 0.05 * rng.normal(size=4000)
     res = P.lms(X, d, eta=0.02)
-    np.testing.assert_allclose(res.ws[1990, 1:], [1.0, -1.0], atol=0.1)
-    np.testing.assert_allclose(res.ws[-1, 1:], [-0.5, 2.0], atol=0.1)
+    np.testing.assert_allclose(res.path[1990, 1:], [1.0, -1.0], atol=0.1)
+    np.testing.assert_allclose(res.path[-1, 1:], [-0.5, 2.0], atol=0.1)
 
 
 def test_lms_refuses_an_eta_that_overflows():
@@ -177,12 +177,12 @@ def test_mini_batch_of_all_examples_is_bgd_and_of_one_is_igd():
     eta = 0.5 / hessian_lambda_max(X)
     whole = P.mbgd(X, c, eta=eta, batch_size=len(X), max_epochs=50, warn=False)
     batch = P.bgd(X, c, eta=eta, max_epochs=50, stop="change", warn=False)
-    np.testing.assert_array_equal(whole.ws, batch.ws)  # the same products, bit for bit
+    np.testing.assert_array_equal(whole.path, batch.path)  # the same products, bit for bit
     single = P.mbgd(X, c, eta=0.01, batch_size=1, max_epochs=50, warn=False)
     incremental = P.igd(X, c, eta=0.01, max_epochs=50, warn=False)
     # η·(e·x) here, (η·e)·x in IGD: the same up to rounding
-    np.testing.assert_allclose(single.ws, incremental.ws, rtol=1e-12, atol=1e-14)
-    assert single.epochs == incremental.epochs
+    np.testing.assert_allclose(single.path, incremental.path, rtol=1e-12, atol=1e-14)
+    assert single.iterations == incremental.iterations
 
 
 def test_mini_batches_update_once_per_batch_with_the_summed_delta():
@@ -193,7 +193,7 @@ def test_mini_batches_update_once_per_batch_with_the_summed_delta():
         B = list(B)
         w = w + 0.01 * ((c[B] - Xa[B] @ w) @ Xa[B])
     got = P.mbgd(X, c, eta=0.01, batch_size=4, max_epochs=1, warn=False)
-    np.testing.assert_allclose(got.ws[1], w, rtol=1e-14)
+    np.testing.assert_allclose(got.path[1], w, rtol=1e-14)
 
 
 def test_mini_batch_random_order_is_seeded_and_reaches_least_squares():
@@ -201,9 +201,9 @@ def test_mini_batch_random_order_is_seeded_and_reaches_least_squares():
     # a fresh order each epoch keeps Err jittering by O(η): the "change" rule never holds
     kw = dict(eta=0.002, batch_size=8, max_epochs=3000, order="random", warn=False)
     a, b = P.mbgd(X, c, rng=3, **kw), P.mbgd(X, c, rng=np.random.default_rng(3), **kw)
-    np.testing.assert_array_equal(a.ws, b.ws)
+    np.testing.assert_array_equal(a.path, b.path)
     assert np.linalg.norm(a.w - P.lls(X, c)) < 1e-2
-    assert not np.array_equal(a.ws, P.mbgd(X, c, rng=4, **kw).ws)
+    assert not np.array_equal(a.path, P.mbgd(X, c, rng=4, **kw).path)
 
 
 @pytest.mark.parametrize(
@@ -226,4 +226,4 @@ def test_mini_batch_reports_divergence():
     X, c = regression_data()
     with pytest.warns(P.DivergenceWarning, match="Mini-batch GD diverged"):
         res = P.mbgd(X, c, eta=1.0, batch_size=8)
-    assert res.diverged and np.all(np.isfinite(res.ws))
+    assert res.diverged and np.all(np.isfinite(res.path))

@@ -30,7 +30,7 @@ def test_gd_reaches_minimum_of_a_quadratic():
     res = P.gd(lambda w: A @ w - np.array([1.0, 1.0]), w0=[3.0, -2.0], eta=0.1, steps=2000)
     assert res.converged and not res.diverged
     np.testing.assert_allclose(res.w, np.linalg.solve(A, [1.0, 1.0]), atol=1e-5)
-    assert res.path.shape == (res.steps + 1, 2)
+    assert res.path.shape == (res.iterations + 1, 2)
 
 
 def test_momentum_update_uses_previous_change_not_previous_weights():

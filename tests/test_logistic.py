@@ -53,20 +53,20 @@ def test_logistic_regression_matches_scikit_learn_without_penalty():
 def test_log_likelihood_rises_along_the_ascent():
     X, y = overlapping_classes()
     res = P.logistic_regression(X, y, eta=0.005, steps=500, warn=False)
-    assert np.all(np.diff(res.log_likelihoods) >= -1e-12)
-    assert res.log_likelihoods.shape == (res.steps + 1,)
+    assert np.all(np.diff(res.loss) <= 1e-12)  # -ℓ falls: ℓ rises
+    assert res.loss.shape == (res.iterations + 1,)
 
 
 def test_irls_matches_scikit_learn_and_gradient_ascent_in_few_steps():
     X, y = overlapping_classes()
     res = P.irls(X, y, tol=1e-10)
-    assert res.converged and not res.diverged and res.steps < 12
+    assert res.converged and not res.diverged and res.iterations < 12
     skl = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(X, y)
     np.testing.assert_allclose(res.w, np.r_[skl.intercept_, skl.coef_[0]], rtol=1e-6, atol=1e-8)
     ascent = P.logistic_regression(X, y, eta=0.01, alpha=0.5, steps=20_000, tol=1e-8)
     np.testing.assert_allclose(res.w, ascent.w, rtol=1e-6, atol=1e-8)
     assert np.linalg.norm(P.log_likelihood_grad(res.w, X, y)) <= 1e-10
-    assert np.all(np.diff(res.log_likelihoods) >= -1e-12)  # LL rises, to rounding at the end
+    assert np.all(np.diff(res.loss) <= 1e-12)  # -ℓ falls (LL rises), to rounding at the end
 
 
 def test_irls_step_is_the_newton_step_with_the_hessian_from_finite_differences():
@@ -81,7 +81,7 @@ def test_irls_step_is_the_newton_step_with_the_hessian_from_finite_differences()
     one = P.irls(X, y, w0=w, steps=1, warn=False)
     newton = w - np.linalg.solve(hessian, P.log_likelihood_grad(w, X, y))
     np.testing.assert_allclose(one.w, newton, rtol=1e-6)
-    assert one.steps == 1 and one.path.shape == (2, 3)
+    assert one.iterations == 1 and one.path.shape == (2, 3)
 
 
 def test_irls_converges_quadratically():
@@ -100,7 +100,7 @@ def test_irls_reports_a_singular_system_as_divergence():
     w0 = np.array([0.0, 800.0])
     with pytest.warns(P.DivergenceWarning, match="singular"):
         res = P.irls(X, y, w0=w0)
-    assert res.diverged and not res.converged and res.steps == 0
+    assert res.diverged and not res.converged and res.iterations == 0
     assert np.array_equal(res.w, w0)
 
 
@@ -108,7 +108,7 @@ def test_irls_on_separable_data_runs_far_out():
     X, y, _ = P.separable(50, rng=1)
     res = P.irls(X, y, steps=200, warn=False)
     assert np.linalg.norm(res.w) > 50  # no maximum: the weights run off
-    assert np.all(np.diff(res.log_likelihoods) >= 0) and res.log_likelihoods[-1] > -1e-6
+    assert np.all(np.diff(res.loss) <= 0) and res.loss[-1] < 1e-6  # ℓ rises towards 0
 
 
 @pytest.mark.parametrize(

@@ -56,9 +56,9 @@ def test_pt_matches_one_at_a_time_loop_bit_for_bit(labels, seed, fast):
     w, mistakes, epochs = textbook_pt(X, c, 0.7, np.zeros(6), 500, visits)
     assert res.converged
     assert np.array_equal(res.w, w)
-    assert (res.mistakes, res.epochs) == (mistakes, epochs)
-    assert res.ws.shape == (mistakes + 1, 6)
-    assert np.array_equal(res.ws[-1], res.w) and np.array_equal(res.ws[0], np.zeros(6))
+    assert (res.mistakes, res.iterations) == (mistakes, epochs)
+    assert res.path.shape == (mistakes + 1, 6)
+    assert np.array_equal(res.path[-1], res.w) and np.array_equal(res.path[0], np.zeros(6))
 
 
 def test_pt_random_order_uses_one_permutation_per_epoch_from_rng():
@@ -67,9 +67,9 @@ def test_pt_random_order_uses_one_permutation_per_epoch_from_rng():
     rng = np.random.default_rng(5)
     visits = [rng.permutation(100) for _ in range(200)]
     w, mistakes, epochs = textbook_pt(X, c, 1.0, np.zeros(4), 200, visits)
-    assert np.array_equal(res.w, w) and res.mistakes == mistakes and res.epochs == epochs
+    assert np.array_equal(res.w, w) and res.mistakes == mistakes and res.iterations == epochs
     again = P.pt(X, c, order="random", rng=5, max_epochs=200)
-    assert np.array_equal(again.ws, res.ws)
+    assert np.array_equal(again.path, res.path)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -77,7 +77,7 @@ def test_pt_matches_scikit_learn_perceptron(seed):
     X, c, _ = P.separable(200, p=4, margin=0.05, rng=seed, labels="pm1")
     res = P.pt(X, c, eta=1.0, max_epochs=1000)
     assert res.converged
-    skl = Perceptron(eta0=1.0, alpha=0.0, shuffle=False, tol=None, max_iter=res.epochs)
+    skl = Perceptron(eta0=1.0, alpha=0.0, shuffle=False, tol=None, max_iter=res.iterations)
     skl.fit(X, c)
     np.testing.assert_allclose(skl.intercept_[0], res.w[0], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(skl.coef_[0], res.w[1:], rtol=1e-12, atol=1e-12)
@@ -89,7 +89,7 @@ def test_label_conventions_make_the_same_updates_without_ties():
     a = P.pt(X, c01, w0=w0, max_epochs=500)
     b = P.pt(X, 2 * c01 - 1, w0=w0, max_epochs=500)
     assert a.mistakes > 0
-    assert np.array_equal(a.ws, b.ws) and np.array_equal(a.updated, b.updated)
+    assert np.array_equal(a.path, b.path) and np.array_equal(a.updated, b.updated)
 
 
 def test_pt_error_values():
@@ -128,7 +128,7 @@ def test_pt_on_noisy_data_stops_at_max_epochs_unconverged():
     assert not linearly_separable(X, c)
     with pytest.warns(P.ConvergenceWarning, match="linearly separable"):
         res = P.pt(X, c, max_epochs=25)
-    assert not res.converged and res.epochs == 25 and res.mistakes >= 25
+    assert not res.converged and res.iterations == 25 and res.mistakes >= 25
 
 
 def test_pt_fails_on_xor():
@@ -157,9 +157,9 @@ def test_predict_is_heaviside_of_w_x():
 def test_batch_perceptron_separates_and_decreases_to_zero_criterion():
     X, c, _ = P.separable(100, p=2, margin=0.05, rng=2)
     res = P.batch_perceptron(X, c, eta=0.1, max_epochs=5000)
-    assert res.converged and res.misclassified[-1] == 0 and res.criterion[-1] == 0
+    assert res.converged and res.misclassified[-1] == 0 and res.loss[-1] == 0
     assert np.array_equal(P.predict(X, res.w), c)
-    assert len(res.criterion) == len(res.ws) == res.epochs + 1
+    assert len(res.loss) == len(res.path) == res.iterations + 1
 
 
 def test_perceptron_criterion_gradient_matches_finite_differences():
@@ -181,7 +181,7 @@ def test_batch_perceptron_warns_on_xor():
     X, c = P.xor()
     with pytest.warns(P.ConvergenceWarning):
         res = P.batch_perceptron(X, c, max_epochs=50)
-    assert not res.converged and res.epochs == 50
+    assert not res.converged and res.iterations == 50
 
 
 def test_no_warning_when_pt_converges():
@@ -204,7 +204,7 @@ def test_pt_matches_the_loop_on_data_full_of_ties(eta, order, fast):
         rng = np.random.default_rng(3)
         visits = [np.arange(8) if order == "cyclic" else rng.permutation(8) for _ in range(300)]
         w, mistakes, epochs = textbook_pt(X, labels, eta, np.zeros(3), 300, visits)
-        assert np.array_equal(res.w, w) and (res.mistakes, res.epochs) == (mistakes, epochs)
+        assert np.array_equal(res.w, w) and (res.mistakes, res.iterations) == (mistakes, epochs)
 
 
 def test_skipped_examples_are_exactly_those_certainly_classified_right():
@@ -227,14 +227,14 @@ def test_pt_without_history_makes_the_same_run():
     X, c = P.noisy(300, p=3, flip=0.1, rng=2)
     full = P.pt(X, c, max_epochs=40, order="random", rng=1, warn=False)
     lean = P.pt(X, c, max_epochs=40, order="random", rng=1, warn=False, history=False)
-    assert lean.ws is None and lean.updated is None
+    assert lean.path is None and lean.updated is None
     assert np.array_equal(lean.w, full.w)
-    assert (lean.mistakes, lean.epochs, lean.converged) == (
+    assert (lean.mistakes, lean.iterations, lean.converged) == (
         full.mistakes,
-        full.epochs,
+        full.iterations,
         full.converged,
     )
-    assert full.ws.shape == (full.mistakes + 1, 4) and full.updated.shape == (full.mistakes,)
+    assert full.path.shape == (full.mistakes + 1, 4) and full.updated.shape == (full.mistakes,)
     with pytest.raises(TypeError, match="history"):
         P.pt(X, c, history="no")
     with pytest.raises(TypeError, match="fast"):
@@ -247,13 +247,14 @@ def test_the_fast_path_makes_the_same_run_with_every_option():
         plain = P.pt(X, c, eta=0.3, max_epochs=30, warn=False, **kw)
         fast = P.pt(X, c, eta=0.3, max_epochs=30, warn=False, fast=True, **kw)
         assert np.array_equal(plain.w, fast.w), kw
-        assert (plain.mistakes, plain.epochs, plain.converged) == (
+        assert (plain.mistakes, plain.iterations, plain.converged) == (
             fast.mistakes,
-            fast.epochs,
+            fast.iterations,
             fast.converged,
         )
-        if plain.ws is not None:
-            assert np.array_equal(plain.ws, fast.ws) and np.array_equal(plain.updated, fast.updated)
+        if plain.path is not None:
+            assert np.array_equal(plain.path, fast.path)
+            assert np.array_equal(plain.updated, fast.updated)
     with pytest.warns(P.ConvergenceWarning) as caught:
         P.pt(X, c, max_epochs=2, fast=True)
     assert caught[0].filename == __file__  # the warning points at the caller, as without fast

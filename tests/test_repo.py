@@ -1,9 +1,11 @@
 """The README's promises: two commands, and CI runs the test one."""
 
+import os
 import re
 import shlex
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from _helpers import ROOT
@@ -106,3 +108,79 @@ def test_tasks_reads_the_table_of_contents_like_yaml():
     for part in toc["parts"]:
         files += [chapter["file"] for chapter in part["chapters"]]
     assert tasks.toc_documents() == files
+
+
+DECISIONS = ROOT / "docs" / "decisions"
+DATE = r"\d{4}-\d{2}-\d{2}"
+# folders that hold no file of ours: environments, builds, caches, downloaded assets
+NOT_OURS = {".git", ".venv", ".venv-lab", ".venv-binder", "_build", "node_modules", "vendor"}
+NOT_OURS |= {"__pycache__", ".pytest_cache", ".hypothesis", ".ruff_cache", ".ipynb_checkpoints"}
+
+
+def decision_records():
+    return sorted(path for path in DECISIONS.glob("*.md") if path.name != "README.md")
+
+
+def index_links():
+    """The files that docs/decisions/README.md links to, as written: [text](file)."""
+    return re.findall(r"\]\(([^)#\s]+)\)", (DECISIONS / "README.md").read_text())
+
+
+def statuses(text):
+    """The Status items of a record ("- **Status.** ...", "- Status: ..."), each with the
+    lines that continue it."""
+    return re.findall(r"^- (?:\*\*)?Status\b.*?(?=^- |^#|\Z)", text, re.M | re.S)
+
+
+def test_every_decision_record_has_a_title_context_decision_and_dated_status():
+    records = decision_records()
+    assert len(records) > 50  # the diary's decisions and those after it
+    for path in records:
+        text = path.read_text()
+        lines = text.splitlines()
+        assert re.fullmatch(r"# \S.*", lines[0]), f"{path.name}: no title on its first line"
+        for part in ("Context", "Decision"):  # "- **Context.**", "## Context"
+            assert re.search(rf"^(- \*\*|## ){part}\b", text, re.M), f"{path.name}: no {part}"
+        status = statuses(text)
+        assert len(status) == 1, f"{path.name}: no Status, or more than one"
+        dated = re.search(DATE, status[0]) or re.search(rf"^- (\*\*)?Date\b.*{DATE}", text, re.M)
+        assert dated, f"{path.name}: its Status has no date (YYYY-MM-DD)"
+
+
+def test_every_decision_record_is_in_the_index_and_every_link_there_exists():
+    links = index_links()
+    records = [path.name for path in decision_records()]
+    assert sorted(set(records) - set(links)) == [], "not in docs/decisions/README.md"
+    assert sorted(set(links) - set(records)) == [], "in the index, but no such record"
+    assert len(links) == len(set(links)), "a record listed twice in the index"
+
+
+def test_a_superseded_record_names_records_that_exist():
+    superseded = 0
+    for path in decision_records():
+        text = path.read_text()
+        status = statuses(text)[0]
+        if "Superseded by" in status:
+            superseded += 1
+            named = re.findall(r"`([\w.-]+\.md)`", status)
+            assert named, f"{path.name}: superseded by which record?"
+            for name in named:
+                assert (DECISIONS / name).is_file(), f"{path.name}: no record {name}"
+    assert superseded >= 3  # the fast PT, the PT speed goals, labs 6 and 7 as first written
+
+
+def test_nothing_links_to_the_old_decisions_diary():
+    old = "docs/decisions" + ".md"  # replaced by docs/decisions/README.md
+    found = []
+    for folder, subfolders, files in os.walk(ROOT):
+        subfolders[:] = [name for name in subfolders if name not in NOT_OURS]
+        for name in files:
+            path = Path(folder, name)
+            if path.suffix in {".md", ".py", ".ipynb", ".txt", ".toml", ".yml", ".yaml", ".cfg"}:
+                found += [
+                    f"{path.relative_to(ROOT)}:{number}"
+                    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+                    if old in line
+                ]
+    assert not (ROOT / old).exists()
+    assert found == [], f"links to {old}, now docs/decisions/README.md: {found}"

@@ -137,10 +137,10 @@ def test_valid_random_problems_give_finite_results(X, data):
     eta = data.draw(st.floats(1e-4, 10.0))
     for name in ("bgd", "igd"):
         res = TRAINERS[name](X, c, eta=eta, max_epochs=20, warn=False)
-        assert np.all(np.isfinite(res.w)) and np.all(np.isfinite(res.errors))
+        assert np.all(np.isfinite(res.w)) and np.all(np.isfinite(res.loss))
     if len(np.unique(c)) == 2:
         res = P.pt(X, c, eta=eta, max_epochs=20, warn=False)
-        assert np.all(np.isfinite(res.ws))
+        assert np.all(np.isfinite(res.path))
 
 
 def test_logistic_regression_needs_both_classes():
@@ -192,7 +192,7 @@ def test_gradient_methods_fail_cleanly_or_return_finite_paths(w0, eta, alpha, st
             assert named(err), f"{name}: {err}"
             continue
         assert np.all(np.isfinite(res.path)), name
-        assert res.path.shape == (res.steps + 1, np.size(w0))
+        assert res.path.shape == (res.iterations + 1, np.size(w0))
         assert not (res.converged and res.diverged)
 
 
@@ -231,7 +231,7 @@ def test_data_sets_fail_cleanly_or_are_well_formed(n, p, margin, flip, distance,
 def test_lms_and_lls_fail_cleanly_or_are_finite(X, d, eta):
     targets = d.draw(hnp.arrays(np.float64, len(X), elements=reals))
     for name, run in (
-        ("lms", lambda: P.lms(X, targets, eta).ws),
+        ("lms", lambda: P.lms(X, targets, eta).path),
         ("lls", lambda: P.lls(X, targets)),
     ):
         try:
@@ -270,4 +270,4 @@ def test_irls_on_valid_random_problems_gives_finite_weights_and_likelihoods(X, d
     c = data.draw(hnp.arrays(np.float64, n, elements=st.sampled_from([0.0, 1.0])))
     assume(len(np.unique(c)) == 2)  # one class alone is refused (tested above)
     res = P.irls(X, c, steps=10, warn=False)
-    assert np.all(np.isfinite(res.w)) and np.all(np.isfinite(res.log_likelihoods))
+    assert np.all(np.isfinite(res.w)) and np.all(np.isfinite(res.loss))

@@ -98,7 +98,7 @@ def test_gd_path_demo_over_both_sliders_including_end_points():
             )
             np.testing.assert_array_equal(xy, res.path)
             if res.diverged:
-                assert f"diverged at step {res.steps + 1}" in status
+                assert f"diverged at step {res.iterations + 1}" in status
     assert "diverged" in seen and "stopped" in seen
 
 
@@ -291,9 +291,9 @@ def test_lms_eta_demo_over_the_slider_range_draws_the_distance_it_reports():
         assert status.startswith(f"η = {eta:g}:")
         seen.append("blow up" in status)
         if "blow up" not in status:
-            dist = np.linalg.norm(P.lms(X, d, float(eta)).ws[1:] - w_true, axis=1)
+            dist = np.linalg.norm(P.lms(X, d, float(eta)).path[1:] - w_true, axis=1)
             np.testing.assert_allclose(line.get_ydata(), np.clip(dist, 1e-3, 1e2))
-            ws = P.lms(X, d, float(eta)).ws[1:]
+            ws = P.lms(X, d, float(eta)).path[1:]
             spread = np.std(ws[-300:] - w_true[-300:], axis=0).mean()
             assert f"spread at the end {spread:.3f}" in status
     assert not seen[0] and seen[-1]  # the range shows a stable and a diverging η
@@ -323,8 +323,6 @@ def test_batch_size_demo_over_both_sliders():
             assert status.startswith(f"η = {eta:g}, after 20 epochs:") and f"b = {b} (" in status
             run = P.mbgd(X, c, eta=float(eta), batch_size=b, max_epochs=20, tol=1e-300,
                          stop="err", warn=False)  # fmt: skip
-            np.testing.assert_allclose(
-                lines[1].get_ydata(), np.maximum(run.errors - err_min, 1e-12)
-            )
+            np.testing.assert_allclose(lines[1].get_ydata(), np.maximum(run.loss - err_min, 1e-12))
     assert "BGD (1 update an epoch) diverges" in update(eta=0.03, batch_size=1)
     assert "IGD (60 updates an epoch) diverges" not in update(eta=0.03, batch_size=1)

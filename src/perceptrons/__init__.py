@@ -2,7 +2,9 @@
 
 Every chapter and lab imports its algorithms from here; each function names the chapter
 that introduces it. Inputs ``X`` have shape (n, p) without the constant feature x0 = 1;
-the trainers prepend it and return weights w of shape (p+1,) with w[0] = w0 = -θ.
+the trainers prepend it and return weights w of shape (p+1,) with w[0] = w0 = -θ. Every
+trainer's result has the same fields, ``w``, ``path``, ``loss``, ``iterations``,
+``converged`` and ``diverged`` (:mod:`perceptrons._results` says what each means).
 """
 
 from ._results import ConvergenceWarning, DivergenceWarning

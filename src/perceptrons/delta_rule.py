@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _checks
-from ._results import ConvergenceWarning, DivergenceWarning
+from ._results import ConvergenceWarning, DivergenceWarning, Recorder, Result
 from .perceptron import augment
 
 #: Training counts as diverged once Err exceeds this factor times max(Err(w(0)), ½Σc², 1).
@@ -54,84 +54,60 @@ def lls(X, d) -> np.ndarray:
     return np.linalg.pinv(Xa) @ d
 
 
-@dataclass(frozen=True)
-class DeltaResult:
-    """Outcome of :func:`bgd` and :func:`igd`.
+@dataclass(frozen=True, kw_only=True)
+class DeltaResult(Result):
+    """Outcome of :func:`bgd`, :func:`igd` and :func:`mbgd`, in the vocabulary of
+    :class:`~perceptrons._results.Result`.
 
-    w : ndarray (p+1,)        final weights (the last finite ones if training diverged)
-    ws : ndarray (t+1, p+1)   weights before the first and after each epoch
-    errors : ndarray (t+1,)   Err(w) for each row of ws
-    epochs : int              epochs completed
-    converged : bool          whether the stopping rule was met
-    diverged : bool           whether Err grew past the divergence limit or overflowed
+    w : ndarray (p+1,)          final weights (the last finite ones if training diverged)
+    path : ndarray (t+1, p+1)   weights before the first and after each epoch
+    loss : ndarray (t+1,)       Err(w) for each row of path
+    iterations : int            epochs completed, t
+    converged : bool            whether the stopping rule was met
+    diverged : bool             whether Err grew past the divergence limit or overflowed
     """
-
-    w: np.ndarray
-    ws: np.ndarray
-    errors: np.ndarray
-    epochs: int
-    converged: bool
-    diverged: bool
 
 
 _STOPS = ("grad", "change", "err")
 
 
-class _Epochs:
-    """What BGD and IGD do after each epoch: record w and Err(w), test the stopping rule,
-    and notice divergence (Err past ``DIVERGENCE_FACTOR`` · max(Err(w(0)), ½Σc², 1), or not
-    finite). Xa (n, p+1), c (n,), w (p+1,) the initial weights."""
+def _recorder(Xa, c, w, *, stop, tol) -> Recorder:
+    """The recorder of BGD, IGD and mini-batch GD: w and Err(w) after each epoch; its checks
+    are the stopping rule ``stop`` and divergence (Err past ``DIVERGENCE_FACTOR`` ·
+    max(Err(w(0)), ½Σc², 1), or not finite). Xa (n, p+1), c (n,), w (p+1,) the initial
+    weights."""
+    with np.errstate(over="ignore"):  # targets near 1e154 square to inf: then Err is inf
+        err = _err(w, Xa, c)
+        limit = DIVERGENCE_FACTOR * max(err, 0.5 * float(c @ c), 1.0)
+    return Recorder(
+        w,
+        err,
+        stop="loss" if stop == "err" else stop,
+        tol=tol,
+        gradient=lambda w: (c - Xa @ w) @ Xa,  # -∇Err(w): the rule "grad" needs its norm
+        loss_limit=limit,
+    )
 
-    def __init__(self, Xa, c, w, *, stop, tol):
-        self.Xa, self.c, self.stop, self.tol = Xa, c, stop, tol
-        with np.errstate(over="ignore"):  # targets near 1e154 square to inf: then Err is inf
-            self.ws, self.errors = [w.copy()], [_err(w, Xa, c)]
-            self.limit = DIVERGENCE_FACTOR * max(self.errors[0], 0.5 * float(c @ c), 1.0)
-        self.converged = self.diverged = False
 
-    def done(self, w) -> bool:
-        """Record the weights w after an epoch; True once the stopping rule holds or Err blew
-        up (then w is not recorded: the result keeps the last finite weights)."""
-        err = _err(w, self.Xa, self.c)
-        if not np.isfinite(err) or err > self.limit:
-            self.diverged = True
-            return True
-        self.ws.append(w.copy())
-        self.errors.append(err)
-        if self.stop == "grad":
-            self.converged = np.linalg.norm((self.c - self.Xa @ w) @ self.Xa) <= self.tol
-        elif self.stop == "change":
-            self.converged = abs(self.errors[-2] - self.errors[-1]) <= self.tol
-        else:
-            self.converged = err <= self.tol
-        return self.converged
-
-    def result(self, *, name, eta, max_epochs, warn) -> DeltaResult:
-        """The outcome, with a warning (unless ``warn=False``) if training diverged or did
-        not meet its stopping rule; the warning points at the caller of ``name``."""
-        epochs = len(self.ws) - 1
-        if warn and self.diverged:
-            warnings.warn(
-                f"{name} diverged at epoch {epochs + 1}: Err grew past {self.limit:.3g}; "
-                f"{_eta_text(eta)} is too large for these data.",
-                DivergenceWarning,
-                stacklevel=3,
-            )
-        elif warn and not self.converged:
-            warnings.warn(
-                f"{name} did not meet its stopping rule ({self.stop} <= {self.tol:g}) in "
-                f"{max_epochs} epochs.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
-        return DeltaResult(
-            w=self.ws[-1],
-            ws=np.array(self.ws),
-            errors=np.array(self.errors),
-            epochs=epochs,
-            converged=bool(self.converged),
-            diverged=self.diverged,
+def _delta_result(run, converged, diverged, *, name, eta, stop, max_epochs, warn) -> DeltaResult:
+    """The :class:`DeltaResult` of the recorded run, with a warning (unless ``warn=False``)
+    if training diverged or did not meet its stopping rule; the warning points at the caller
+    of ``name``."""
+    if warn and diverged:
+        warnings.warn(
+            f"{name} diverged at epoch {run.count + 1}: Err grew past {run.loss_limit:.3g}; "
+            f"{_eta_text(eta)} is too large for these data.",
+            DivergenceWarning,
+            stacklevel=3,
         )
+    elif warn and not converged:
+        warnings.warn(
+            f"{name} did not meet its stopping rule ({stop} <= {run.tol:g}) in "
+            f"{max_epochs} epochs.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return run.result(DeltaResult, converged=converged, diverged=diverged)
 
 
 def _setup(X, c, *, eta, max_epochs, tol, stop, schedule=False):
@@ -161,49 +137,58 @@ def bgd(X, c, eta, w0=None, max_epochs=1000, tol=1e-6, stop="grad", warn=True) -
     )
 
     w = _checks.initial_weights(w0, Xa.shape[1])  # 1. initialise w
-    run = _Epochs(Xa, c, w, stop=stop, tol=tol)  # records each epoch, tests the rule
-    with np.errstate(over="ignore", invalid="ignore"):  # a too large η overflows: run notices
+    run = _recorder(Xa, c, w, stop=stop, tol=tol)  # w and Err(w) after each epoch
+    converged = diverged = False
+    with np.errstate(over="ignore", invalid="ignore"):  # a too large η overflows: see below
         for t in range(1, max_epochs + 1):  # 2-3. repeat, t = t + 1
             error = c - Xa @ w  # 5-8. error = c(x) - wᵀx for every x, shape (n,)
             delta_w = eta * (error @ Xa)  # 4-8. Δw = Σ η · error · x
             w = w + delta_w  # 9. w = w + Δw
-            if run.done(w):  # 10. until the stopping rule holds (or Err blows up)
+            err = _err(w, Xa, c)
+            if diverged := run.diverged(loss=err):  # Err blew up: keep the last finite w
                 break
-    return run.result(name="BGD", eta=eta, max_epochs=max_epochs, warn=warn)
+            run.record(w, err)
+            if converged := run.converged():  # 10. until the stopping rule holds
+                break
+    return _delta_result(
+        run, converged, diverged, name="BGD", eta=eta, stop=stop, max_epochs=max_epochs, warn=warn
+    )
 
 
-@dataclass(frozen=True)
-class LMSResult:
-    """Outcome of :func:`lms`, one pass over a stream of examples.
+@dataclass(frozen=True, kw_only=True)
+class LMSResult(Result):
+    """Outcome of :func:`lms`, one pass over a stream of examples, in the vocabulary of
+    :class:`~perceptrons._results.Result`.
 
-    w : ndarray (p+1,)        weights after the last example
-    ws : ndarray (n+1, p+1)   w(0), w(1), ..., w(n): the weights after each example
-    errors : ndarray (n,)     e(t) = d(t) - w(t)ᵀx(t), the error before each update
+    w : ndarray (p+1,)          weights after the last example
+    path : ndarray (n+1, p+1)   w(0), w(1), ..., w(n): the weights after each example
+    loss : None                 a filter has no loss it stops on (see ``errors``)
+    iterations : int            examples taken, n (one update each)
+    converged : bool            always False: a filter has no stopping rule
+    diverged : bool             always False: weights that overflow raise a ValueError
+    errors : ndarray (n,)       e(t) = d(t) - w(t)ᵀx(t), the error before each update
     """
 
-    w: np.ndarray
-    ws: np.ndarray
     errors: np.ndarray
 
 
 def _lms_pass(Xa, d, eta, w):
-    """One pass of the delta rule over the rows of Xa (n, p+1), with step size eta (one
-    number, or one per row, shape (n,)); returns ws (n+1, p+1), e (n,)."""
+    """One pass of the delta rule over the rows of Xa (n, p+1) with step size eta > 0;
+    returns the weights before and after each update, ws (n+1, p+1), and the errors e (n,)."""
     ws, errors = np.empty((len(Xa) + 1, len(w))), np.empty(len(Xa))
     ws[0] = w
-    etas = np.broadcast_to(eta, len(Xa))
-    for t, (x, d_t, eta_t) in enumerate(zip(Xa, d, etas, strict=True)):  # 4. FOREACH x in D
-        errors[t] = d_t - w @ x  # 5. error = c(x) - wᵀx
-        w = w + eta_t * errors[t] * x  # 6-7. Δw = η · error · x;  w = w + Δw
+    for t, (x, d_t) in enumerate(zip(Xa, d, strict=True)):  # for each example, in time order
+        errors[t] = d_t - w @ x  # e(t) = d(t) - w(t)ᵀx(t)
+        w = w + eta * errors[t] * x  # w(t+1) = w(t) + η e(t) x(t)
         ws[t + 1] = w
     return ws, errors
 
 
-def _schedule(eta, first: int, n: int):
-    """The step sizes of n updates from update number ``first`` on: eta itself if it is a
-    number, else eta(first), ..., eta(first + n - 1), each checked to be > 0."""
+def _schedule(eta, first: int, n: int) -> np.ndarray:
+    """The step sizes of n updates from update number ``first`` on, shape (n,): eta n times
+    if it is a number, else eta(first), ..., eta(first + n - 1), each checked to be > 0."""
     if not callable(eta):
-        return eta
+        return np.broadcast_to(eta, n)
     return np.array([_checks.step_size(eta, k) for k in range(first, first + n)])
 
 
@@ -226,7 +211,15 @@ def lms(X, d, eta, w0=None) -> LMSResult:
         ws, errors = _lms_pass(Xa=Xa, d=d, eta=eta, w=w)
     if not (np.all(np.isfinite(ws)) and np.all(np.isfinite(errors))):
         raise ValueError(f"`eta` = {eta:g} is too large: the LMS weights overflowed.")
-    return LMSResult(ws[-1].copy(), ws, errors)
+    return LMSResult(
+        w=ws[-1].copy(),
+        path=ws,
+        loss=None,
+        iterations=len(errors),
+        converged=False,
+        diverged=False,
+        errors=errors,
+    )
 
 
 def igd(X, c, eta, w0=None, max_epochs=1000, tol=1e-6, stop="change", warn=True) -> DeltaResult:
@@ -243,15 +236,24 @@ def igd(X, c, eta, w0=None, max_epochs=1000, tol=1e-6, stop="change", warn=True)
 
     n = Xa.shape[0]
     w = _checks.initial_weights(w0, Xa.shape[1])  # 1. initialise w
-    run = _Epochs(Xa, c, w, stop=stop, tol=tol)  # records each epoch, tests the rule
-    with np.errstate(over="ignore", invalid="ignore"):  # a too large η overflows: run notices
+    run = _recorder(Xa, c, w, stop=stop, tol=tol)  # w and Err(w) after each epoch
+    converged = diverged = False
+    with np.errstate(over="ignore", invalid="ignore"):  # a too large η overflows: see below
         for t in range(1, max_epochs + 1):  # 2-3. repeat, t = t + 1
-            eta_t = _schedule(eta, first=(t - 1) * n, n=n)  # η (or η_k for each update)
-            ws, _ = _lms_pass(Xa=Xa, d=c, eta=eta_t, w=w)  # 4-8. the delta rule on each x in D
-            w = ws[-1]  #    (the LMS pass above; ws holds w after each example)
-            if run.done(w):  # 9. until the stopping rule holds (or Err blows up)
+            etas = _schedule(eta, first=(t - 1) * n, n=n)  # η, or η_k for each update k
+            for x, c_x, eta_k in zip(Xa, c, etas, strict=True):  # 4. for each (x, c(x)) in D
+                error = c_x - w @ x  # 5. error = c(x) - wᵀx
+                delta_w = eta_k * error * x  # 6. Δw = η · error · x
+                w = w + delta_w  # 7. w = w + Δw
+            err = _err(w, Xa, c)
+            if diverged := run.diverged(loss=err):  # Err blew up: keep the last finite w
                 break
-    return run.result(name="IGD", eta=eta, max_epochs=max_epochs, warn=warn)
+            run.record(w, err)
+            if converged := run.converged():  # 9. until the stopping rule holds
+                break
+    return _delta_result(
+        run, converged, diverged, name="IGD", eta=eta, stop=stop, max_epochs=max_epochs, warn=warn
+    )
 
 
 def mbgd(
@@ -285,14 +287,28 @@ def mbgd(
     rng = np.random.default_rng(rng)
 
     w = _checks.initial_weights(w0, Xa.shape[1])  # 1. initialise w
-    run = _Epochs(Xa, c, w, stop=stop, tol=tol)  # records each epoch, tests the rule
-    with np.errstate(over="ignore", invalid="ignore"):  # a too large η overflows: run notices
+    run = _recorder(Xa, c, w, stop=stop, tol=tol)  # w and Err(w) after each epoch
+    converged = diverged = False
+    with np.errstate(over="ignore", invalid="ignore"):  # a too large η overflows: see below
         for t in range(1, max_epochs + 1):  # 2-3. repeat, t = t + 1
             visit = np.arange(n) if order == "cyclic" else rng.permutation(n)
             for start in range(0, n, b):  # 3-4. FOREACH mini-batch B of b examples, in order
                 B = visit[start : start + b]
                 error = c[B] - Xa[B] @ w  # 5. error = c(x) - wᵀx for every x in B
                 w = w + eta * (error @ Xa[B])  # 6-7. w = w + Σ_B η · error · x
-            if run.done(w):  # 8. until the stopping rule holds (or Err blows up)
+            err = _err(w, Xa, c)
+            if diverged := run.diverged(loss=err):  # Err blew up: keep the last finite w
                 break
-    return run.result(name="Mini-batch GD", eta=eta, max_epochs=max_epochs, warn=warn)
+            run.record(w, err)
+            if converged := run.converged():  # 8. until the stopping rule holds
+                break
+    return _delta_result(
+        run,
+        converged,
+        diverged,
+        name="Mini-batch GD",
+        eta=eta,
+        stop=stop,
+        max_epochs=max_epochs,
+        warn=warn,
+    )

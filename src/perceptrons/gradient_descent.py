@@ -18,96 +18,62 @@ import numpy as np
 
 from . import _checks
 from ._checks import step_size
-from ._results import ConvergenceWarning, DivergenceWarning
+from ._results import ConvergenceWarning, DivergenceWarning, Recorder, Result
 
 
-@dataclass(frozen=True)
-class GDResult:
-    """Outcome of :func:`gd`.
+@dataclass(frozen=True, kw_only=True)
+class GDResult(Result):
+    """Outcome of :func:`gd`, :func:`descend` and the methods built on it, in the vocabulary
+    of :class:`~perceptrons._results.Result`.
 
     w : ndarray (d,)          final point (the last finite one if the run diverged)
     path : ndarray (k+1, d)   w(0), w(1), ..., w(k)
-    steps : int               steps taken k
+    loss : None               these methods are given ∇E only, not E
+    iterations : int          steps taken, k
     converged : bool          whether ‖∇E(w)‖ <= tol was reached
     diverged : bool           whether w left the ball ‖w‖ <= max_norm or became non-finite
     """
 
-    w: np.ndarray
-    path: np.ndarray
-    steps: int
-    converged: bool
-    diverged: bool
 
+def _recorder(grad, w0, *, steps, tol, max_norm) -> tuple[Recorder, int]:
+    """What every descent loop here starts with: the settings checked, and the recorder of
+    w(0), w(1), ... whose checks are ‖∇E(w)‖ <= tol (converged) and w outside the ball
+    ‖w‖ <= max_norm or a value not finite (diverged). Its ``gradient(w)`` is ∇E(w), checked
+    to have the shape of w. Returns the recorder and the checked budget of steps."""
+    w = _checks.as_vector(w0, "w0").copy()
+    if not callable(grad):
+        raise TypeError(f"`grad` must be a function w -> ∇E(w); got {type(grad).__name__}.")
 
-class _Path:
-    """What every descent loop here does around its step: check the start and the settings,
-    record w(0), w(1), ..., stop at a small gradient (converged), and stop when w leaves the
-    ball ‖w‖ <= max_norm or a value turns non-finite (diverged; the last finite w is kept)."""
-
-    def __init__(self, grad, w0, *, steps, tol, max_norm):
-        w = _checks.as_vector(w0, "w0").copy()
-        if not callable(grad):
-            raise TypeError(f"`grad` must be a function w -> ∇E(w); got {type(grad).__name__}.")
-        self.grad = grad
-        self.steps = _checks.positive_int(steps, "steps")
-        self.tol = _checks.positive(tol, "tol")
-        self.max_norm = _checks.positive(max_norm, "max_norm")
-        self.points = [w]
-        self.converged = self.diverged = False
-
-    @property
-    def start(self) -> np.ndarray:
-        """w(0), a checked copy of w0, shape (d,)."""
-        return self.points[0].copy()
-
-    def gradient(self, w) -> np.ndarray:
-        """∇E(w), checked to have the shape of w."""
-        g = np.asarray(self.grad(w), dtype=float)
+    def gradient(w) -> np.ndarray:
+        g = np.asarray(grad(w), dtype=float)
         if g.shape != w.shape:
             raise ValueError(f"`grad` must return shape {w.shape}; got shape {g.shape}.")
         return g
 
-    def settled(self, g) -> bool:
-        """True when the gradient g is small enough (converged) or not finite (diverged)."""
-        if not np.all(np.isfinite(g)):
-            self.diverged = True
-        elif np.linalg.norm(g) <= self.tol:
-            self.converged = True
-        return self.converged or self.diverged
+    steps = _checks.positive_int(steps, "steps")
+    tol = _checks.positive(tol, "tol")
+    max_norm = _checks.positive(max_norm, "max_norm")
+    return Recorder(w, stop="grad", tol=tol, gradient=gradient, max_norm=max_norm), steps
 
-    def escaped(self, w) -> bool:
-        """Record w; True (and w not recorded) when it left the ball or is not finite."""
-        if not np.all(np.isfinite(w)) or np.linalg.norm(w) > self.max_norm:
-            self.diverged = True
-            return True
-        self.points.append(w.copy())
-        return False
 
-    def result(self, *, name, warn, why="η is too large") -> GDResult:
-        """The outcome, with a warning (unless ``warn=False``) if the run diverged (``why``
-        says the likely cause) or did not converge; the warning points at the caller of the
-        method ``name``."""
-        k = len(self.points) - 1
-        if warn and self.diverged:
-            warnings.warn(
-                f"{name} diverged at step {k + 1}: ‖w‖ passed {self.max_norm:g} or became "
-                f"non-finite; {why}.",
-                DivergenceWarning,
-                stacklevel=3,
-            )
-        elif warn and not self.converged:
-            warnings.warn(
-                f"{name} did not reach ‖∇E‖ <= {self.tol:g} in {self.steps} steps.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
-        return GDResult(
-            w=self.points[-1].copy(),
-            path=np.array(self.points),
-            steps=k,
-            converged=self.converged,
-            diverged=self.diverged,
+def _gd_result(run, converged, diverged, *, steps, name, warn, why="η is too large") -> GDResult:
+    """The :class:`GDResult` of the recorded run, with a warning (unless ``warn=False``) if
+    the run diverged (``why`` says the likely cause) or did not converge in ``steps``
+    steps; the warning points at the caller of the method ``name``."""
+    if warn and diverged:
+        warnings.warn(
+            f"{name} diverged at step {run.count + 1}: ‖w‖ passed {run.max_norm:g} or became "
+            f"non-finite; {why}.",
+            DivergenceWarning,
+            stacklevel=3,
         )
+    elif warn and not converged:
+        warnings.warn(
+            f"{name} did not reach ‖∇E‖ <= {run.tol:g} in {steps} steps.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return run.result(GDResult, converged=converged, diverged=diverged)
 
 
 def descend(
@@ -130,17 +96,21 @@ def descend(
     value turns non-finite (diverged, the last finite w is kept), or after ``steps`` steps.
     The warnings name the method ``name``; ``why`` is the likely cause of a divergence.
     """
-    run = _Path(grad, w0, steps=steps, tol=tol, max_norm=max_norm)
-    w = run.start
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow means divergence: run notices
-        for t in range(run.steps):
+    run, steps = _recorder(grad, w0, steps=steps, tol=tol, max_norm=max_norm)
+    w = run.w.copy()  # w(0)
+    converged = diverged = False
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow means divergence: see below
+        for t in range(steps):
             g = run.gradient(w)  # ∇E(w(t))
-            if run.settled(g):  # ‖∇E(w(t))‖ <= tol, or not finite
+            if diverged := run.diverged(gradient=g):  # ∇E(w(t)) is not finite
+                break
+            if converged := run.converged(g):  # ‖∇E(w(t))‖ <= tol
                 break
             w = w + step(t, w, g)  # w(t+1) = w(t) + Δw(t)
-            if run.escaped(w):  # ‖w(t+1)‖ > max_norm, or not finite
+            if diverged := run.diverged(w=w):  # ‖w(t+1)‖ > max_norm, or not finite
                 break
-    return run.result(name=name, warn=warn, why=why)
+            run.record(w)
+    return _gd_result(run, converged, diverged, steps=steps, name=name, warn=warn, why=why)
 
 
 def gd(
@@ -166,20 +136,24 @@ def gd(
     if not callable(eta):
         _checks.positive(eta, "eta")
     alpha = _checks.momentum(alpha)
-    run = _Path(grad, w0, steps=steps, tol=tol, max_norm=max_norm)  # records w, tests stops
+    run, steps = _recorder(grad, w0, steps=steps, tol=tol, max_norm=max_norm)  # w after each step
 
-    w = run.start  # w(0)
+    w = run.w.copy()  # w(0)
     delta_w = 0.0  # Δw(-1) = 0
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow means divergence: run notices
-        for t in range(run.steps):
+    converged = diverged = False
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow means divergence: see below
+        for t in range(steps):
             g = run.gradient(w)  # ∇E(w(t))
-            if run.settled(g):  # until ‖∇E(w(t))‖ <= tol (or it is not finite)
+            if diverged := run.diverged(gradient=g):  # ∇E(w(t)) is not finite
+                break
+            if converged := run.converged(g):  # until ‖∇E(w(t))‖ <= tol
                 break
             delta_w = -step_size(eta, t) * g + alpha * delta_w  # Δw(t) = -η∇E(w(t)) + αΔw(t-1)
             w = w + delta_w  # w(t+1) = w(t) + Δw(t)
-            if run.escaped(w):  # diverged: ‖w(t+1)‖ > max_norm, or not finite
+            if diverged := run.diverged(w=w):  # ‖w(t+1)‖ > max_norm, or not finite
                 break
-    return run.result(name="Gradient descent", warn=warn)
+            run.record(w)
+    return _gd_result(run, converged, diverged, steps=steps, name="Gradient descent", warn=warn)
 
 
 def exact_step(f, w, g, eta_max=1e6, tol=1e-10) -> float:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _checks
+from ._results import Result
 from .gradient_descent import descend, gd
 from .perceptron import augment
 
@@ -52,22 +53,17 @@ def log_likelihood_grad(w, X, c) -> np.ndarray:
     return _ll_grad(*_setup(w, X, c))
 
 
-@dataclass(frozen=True)
-class LogisticResult:
-    """Outcome of :func:`logistic_regression` and :func:`irls`.
+@dataclass(frozen=True, kw_only=True)
+class LogisticResult(Result):
+    """Outcome of :func:`logistic_regression` and :func:`irls`, in the vocabulary of
+    :class:`~perceptrons._results.Result`.
 
-    w : ndarray (p+1,)               final weights
-    path : ndarray (k+1, p+1)        weights after each step
-    log_likelihoods : ndarray (k+1,) ℓ(w) along the path
-    steps, converged, diverged       as in :class:`GDResult`
+    w : ndarray (p+1,)          final weights
+    path : ndarray (k+1, p+1)   w(0) and the weights after each step
+    loss : ndarray (k+1,)       -ℓ(w), the cross-entropy, along the path (ℓ is ``-loss``)
+    iterations : int            steps taken, k
+    converged, diverged         as in :class:`~perceptrons.gradient_descent.GDResult`
     """
-
-    w: np.ndarray
-    path: np.ndarray
-    log_likelihoods: np.ndarray
-    steps: int
-    converged: bool
-    diverged: bool
 
 
 def logistic_regression(
@@ -122,12 +118,12 @@ def irls(X, c, w0=None, steps=100, tol=1e-8, warn=True) -> LogisticResult:
 
 
 def _logistic_result(res, Xa, c) -> LogisticResult:
-    """The GDResult of an ascent on ℓ with ℓ along its path."""
+    """The GDResult of a descent on -ℓ with -ℓ along its path."""
     return LogisticResult(
         w=res.w,
         path=res.path,
-        log_likelihoods=np.array([_ll(w, Xa, c) for w in res.path]),
-        steps=res.steps,
+        loss=np.array([-_ll(w, Xa, c) for w in res.path]),
+        iterations=res.iterations,
         converged=res.converged,
         diverged=res.diverged,
     )

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _checks
-from ._results import ConvergenceWarning
+from ._results import ConvergenceWarning, Recorder, Result
 
 
 def augment(X) -> np.ndarray:
@@ -57,25 +57,25 @@ def pt_error(c, wx, convention: str):
     return np.where(c * wx <= 0, c, 0.0)
 
 
-@dataclass(frozen=True)
-class PTResult:
-    """Outcome of :func:`pt`.
+@dataclass(frozen=True, kw_only=True)
+class PTResult(Result):
+    """Outcome of :func:`pt`, in the vocabulary of :class:`~perceptrons._results.Result`.
 
-    w : ndarray (p+1,)       final weights, w[0] = w0 = -θ
-    ws : ndarray (k+1, p+1)  weights before the first and after each of the k updates
-                             (None when PT ran with ``history=False``)
-    updated : ndarray (k,)   index of the example that caused each update (None likewise)
-    mistakes : int           number of updates k
-    epochs : int             passes over the data that were started
-    converged : bool         whether the last epoch made no mistake
+    w : ndarray (p+1,)          final weights, w[0] = w0 = -θ
+    path : ndarray (k+1, p+1)   weights before the first and after each of the k updates
+                                (None when PT ran with ``history=False``)
+    loss : None                 PT minimises no loss of its own (see *Batch and incremental
+                                gradient descent*, last section)
+    iterations : int            epochs: passes over the data that were started
+    converged : bool            whether the last epoch made no mistake
+    diverged : bool             always False: PT's weights cannot blow up in finitely many
+                                epochs
+    updated : ndarray (k,)      index of the example that caused each update (None likewise)
+    mistakes : int              number of updates k, the count the convergence theorem bounds
     """
 
-    w: np.ndarray
-    ws: np.ndarray | None
     updated: np.ndarray | None
     mistakes: int
-    epochs: int
-    converged: bool
 
 
 class _Skip:
@@ -159,7 +159,7 @@ def pt(
                                   random permutation (from ``rng``) each epoch
     rng : seed or numpy Generator used by order="random"
     history : bool                keep every weight vector and the example behind each
-                                  update (``ws``, ``updated``); False keeps memory constant
+                                  update (``path``, ``updated``); False keeps memory constant
     fast : bool                   an opt-in shortcut for large data (:func:`_pt_skipping`):
                                   the same run, bit for bit, in a fraction of the time
 
@@ -173,64 +173,43 @@ def pt(
     max_epochs = _checks.positive_int(max_epochs, "max_epochs")
     order = _checks.choice(order, "order", ("cyclic", "random"))
     rng = np.random.default_rng(rng)
-    run = _Run(_checks.flag(history, "history"), bool(warn), max_epochs)
+    history, warn = _checks.flag(history, "history"), bool(warn)
     if _checks.flag(fast, "fast"):
-        return _pt_skipping(Xa, c, convention, eta, w0, order, rng, run)
+        return _pt_skipping(Xa, c, convention, eta, w0, order, rng, max_epochs, history, warn)
 
     w = _checks.initial_weights(w0, d)  # 1. initialise w
-    run.start(w)
+    run = Recorder(w, history=history, updated=[])  # counts the updates, keeps w after each
     for t in range(1, max_epochs + 1):  # 2-3. repeat, t = t + 1 (t counts epochs here)
         visit = range(n) if order == "cyclic" else rng.permutation(n)  # this epoch's order
-        mistakes_before = run.mistakes
+        mistakes_before = run.count
         for i in visit:  # 4. take each example (x, c(x)) in turn
             x, c_x = Xa[i], c[i]
             error = pt_error(c_x, w @ x, convention)  # 5. error = c(x) - heaviside(wᵀx)
             if error != 0:  # (an error of 0 leaves w as it is)
                 delta_w = eta * error * x  # 6. Δw = η · error · x
                 w = w + delta_w  # 7. w = w + Δw
-                run.update(w, i)
-        if run.mistakes == mistakes_before:  # 8. until no example is misclassified
-            return run.result(w, epochs=t, converged=True)
-    return run.result(w, epochs=max_epochs, converged=False)
+                run.record(w, updated=i)  # keep w and the example behind the update
+        if run.count == mistakes_before:  # 8. until no example is misclassified
+            return _pt_result(run, epochs=t, converged=True, warn=warn)
+    return _pt_result(run, epochs=max_epochs, converged=False, warn=warn)
 
 
-class _Run:
-    """What PT keeps of a run: the count of updates, and (with ``history``) the weights after
-    each and the example behind it; :meth:`result` makes the :class:`PTResult`."""
-
-    def __init__(self, history: bool, warn: bool, max_epochs: int):
-        self.history, self.warn, self.max_epochs = history, warn, max_epochs
-        self.mistakes, self.ws, self.updated = 0, None, None
-
-    def start(self, w) -> None:
-        self.ws, self.updated = ([w], []) if self.history else (None, None)
-
-    def update(self, w, i) -> None:
-        self.mistakes += 1
-        if self.history:
-            self.ws.append(w.copy())
-            self.updated.append(i)
-
-    def result(self, w, *, epochs: int, converged: bool, level: int = 3) -> PTResult:
-        """The outcome; a warning that points ``level`` frames up if PT did not converge."""
-        if self.warn and not converged:
-            warnings.warn(
-                f"PT made mistakes in each of its {self.max_epochs} epochs; the data may not "
-                "be linearly separable, or max_epochs is too small.",
-                ConvergenceWarning,
-                stacklevel=level,
-            )
-        return PTResult(
-            w=w,
-            ws=np.array(self.ws) if self.history else None,
-            updated=np.array(self.updated, dtype=int) if self.history else None,
-            mistakes=self.mistakes,
-            epochs=epochs,
-            converged=converged,
+def _pt_result(run, *, epochs: int, converged: bool, warn: bool, level: int = 3) -> PTResult:
+    """The :class:`PTResult` of the recorded run; a warning that points ``level`` frames up
+    (unless ``warn=False``) if PT did not converge."""
+    if warn and not converged:
+        warnings.warn(
+            f"PT made mistakes in each of its {epochs} epochs; the data may not "
+            "be linearly separable, or max_epochs is too small.",
+            ConvergenceWarning,
+            stacklevel=level,
         )
+    return run.result(
+        PTResult, iterations=epochs, converged=converged, diverged=False, mistakes=run.count
+    )
 
 
-def _pt_skipping(Xa, c, convention, eta, w0, order, rng, run) -> PTResult:
+def _pt_skipping(Xa, c, convention, eta, w0, order, rng, max_epochs, history, warn) -> PTResult:
     """``pt(..., fast=True)``: PT's run, with line 4 taking the next example that w might
     misclassify (:class:`_Skip`) instead of every example. The examples passed over have
     error 0 and would leave w unchanged, so the weights are those of :func:`pt`, bit for
@@ -238,41 +217,40 @@ def _pt_skipping(Xa, c, convention, eta, w0, order, rng, run) -> PTResult:
     n, d = Xa.shape
     skip = _Skip(Xa, c, convention)
     w = _checks.initial_weights(w0, d)
-    run.start(w)
-    for t in range(1, run.max_epochs + 1):
+    run = Recorder(w, history=history, updated=[])
+    for t in range(1, max_epochs + 1):
         visit = range(n) if order == "cyclic" else rng.permutation(n)
-        mistakes_before = run.mistakes
+        mistakes_before = run.count
         k = skip.next(w, visit, start=0)
         while k < n:
             i = visit[k]
             error = pt_error(c[i], w @ Xa[i], convention)
             if error != 0:
                 w = w + eta * error * Xa[i]
-                run.update(w, i)
+                run.record(w, updated=i)
             k = skip.next(w, visit, start=k + 1)
-        if run.mistakes == mistakes_before:
-            return run.result(w, epochs=t, converged=True)
-    return run.result(w, epochs=run.max_epochs, converged=False, level=4)
+        if run.count == mistakes_before:
+            return _pt_result(run, epochs=t, converged=True, warn=warn, level=4)
+    return _pt_result(run, epochs=max_epochs, converged=False, warn=warn, level=4)
 
 
-@dataclass(frozen=True)
-class BatchPerceptronResult:
-    """Outcome of :func:`batch_perceptron`.
+@dataclass(frozen=True, kw_only=True)
+class BatchPerceptronResult(Result):
+    """Outcome of :func:`batch_perceptron`, in the vocabulary of
+    :class:`~perceptrons._results.Result`.
 
-    w : ndarray (p+1,)           final weights
-    ws : ndarray (t+1, p+1)      weights before the first and after each epoch
-    criterion : ndarray (t+1,)   perceptron criterion J(w) = -Σ_{x in M} c·wᵀx for each row of ws
-    misclassified : ndarray (t+1,)  size of the set M of misclassified examples for each row of ws
-    epochs : int                 number of updates made
-    converged : bool             whether M became empty
+    w : ndarray (p+1,)              final weights
+    path : ndarray (t+1, p+1)       weights before the first and after each epoch
+    loss : ndarray (t+1,)           the perceptron criterion J(w) = -Σ_{x in M} c·wᵀx for each
+                                    row of path
+    iterations : int                epochs: the number of updates made, t
+    converged : bool                whether M became empty
+    diverged : bool                 always False: the criterion cannot blow up
+    misclassified : ndarray (t+1,)  size of the set M of misclassified examples for each row
+                                    of path
     """
 
-    w: np.ndarray
-    ws: np.ndarray
-    criterion: np.ndarray
     misclassified: np.ndarray
-    epochs: int
-    converged: bool
 
 
 def perceptron_criterion(w, Xa, s) -> tuple[float, np.ndarray, int]:
@@ -299,28 +277,20 @@ def batch_perceptron(X, c, eta=1.0, w0=None, max_epochs=1000, warn=True) -> Batc
     max_epochs = _checks.positive_int(max_epochs, "max_epochs")
 
     w = _checks.initial_weights(w0, d)
-    ws, Js, Ms = [w.copy()], [], []
-    for t in range(max_epochs + 1):
-        J, grad, size_M = perceptron_criterion(w, Xa, s)
-        Js.append(J)
-        Ms.append(size_M)
-        if size_M == 0 or t == max_epochs:
+    J, grad, size_M = perceptron_criterion(w, Xa, s)
+    run = Recorder(w, J, misclassified=[size_M])  # w, J(w) and |M| before each epoch
+    for _ in range(max_epochs):
+        if size_M == 0:  # until no example is misclassified
             break
         w = w - eta * grad  # descent: w - η∇J = w + η Σ_M s·x
-        ws.append(w.copy())
-    converged = Ms[-1] == 0
+        J, grad, size_M = perceptron_criterion(w, Xa, s)
+        run.record(w, J, misclassified=size_M)
+    converged = size_M == 0
     if warn and not converged:
         warnings.warn(
-            f"The batch perceptron still misclassified {Ms[-1]} examples after {max_epochs} "
+            f"The batch perceptron still misclassified {size_M} examples after {max_epochs} "
             "epochs; the data may not be linearly separable.",
             ConvergenceWarning,
             stacklevel=2,
         )
-    return BatchPerceptronResult(
-        w=w,
-        ws=np.array(ws),
-        criterion=np.array(Js),
-        misclassified=np.array(Ms),
-        epochs=len(ws) - 1,
-        converged=converged,
-    )
+    return run.result(BatchPerceptronResult, converged=converged, diverged=False)

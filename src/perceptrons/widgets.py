@@ -290,11 +290,11 @@ def pt_eta_demo(X, c, w0, max_epochs=50, ax=None):
     def update(eta: float) -> str:
         """Train with this η and move the lines; return the status line."""
         res = pt(X, c, eta=eta, w0=w0, max_epochs=max_epochs, warn=False)
-        trail.set_segments(_boundary_segments(res.ws[1:-1], lim))
+        trail.set_segments(_boundary_segments(res.path[1:-1], lim))
         end = plotting.boundary_points(res.w, lim)
         final.set_data(*(end.T if end is not None else ([], [])))
         if res.converged:
-            status = f"η = {eta:g}: {res.mistakes} updates, {res.epochs} epochs"
+            status = f"η = {eta:g}: {res.mistakes} updates, {res.iterations} epochs"
         else:
             status = f"η = {eta:g}: not converged in {max_epochs} epochs"
         ax.set_title(status, fontsize="small")
@@ -306,10 +306,10 @@ def pt_eta_demo(X, c, w0, max_epochs=50, ax=None):
 
 def _status(res, what="steps"):
     if res.diverged:
-        return f"diverged at step {res.steps + 1}"
+        return f"diverged at step {res.iterations + 1}"
     if res.converged:
-        return f"converged in {res.steps} {what}"
-    return f"stopped after {res.steps} {what}"
+        return f"converged in {res.iterations} {what}"
+    return f"stopped after {res.iterations} {what}"
 
 
 def gd_path_demo(f, grad, w0, xlim=(-2, 2), ylim=(-2, 2), steps=300, levels=30, ax=None):
@@ -371,7 +371,7 @@ def logistic_demo(X, c, steps=500, ax=None):
         res = logistic_regression(X, c, eta=eta, steps=steps, tol=1e-4, warn=False)
         pts = plotting.boundary_points(res.w, lim)
         line.set_data(*(pts.T if pts is not None else ([], [])))
-        status = f"η = {eta:g}: {_status(res)}, log-likelihood {res.log_likelihoods[-1]:.2f}"
+        status = f"η = {eta:g}: {_status(res)}, log-likelihood {-res.loss[-1]:.2f}"
         ax.set_title(status, fontsize="small")
         return status
 
@@ -406,7 +406,7 @@ def lms_eta_demo(X, d, w_true, jump=None, window=300, ax=None):
         try:
             run = lms(X, d, eta)
             with np.errstate(over="ignore", invalid="ignore"):
-                dist = np.linalg.norm(run.ws[1:] - w_true, axis=1)
+                dist = np.linalg.norm(run.path[1:] - w_true, axis=1)
             blown = not np.all(dist < 1e6)
         except ValueError:  # the weights overflowed
             blown = True
@@ -418,7 +418,7 @@ def lms_eta_demo(X, d, w_true, jump=None, window=300, ax=None):
             status = f"η = {eta:g}: memory ≈ {1 / (eta * lam):.0f} samples"
             if jump is not None:
                 status += f"; after the jump {dist[jump : jump + window].mean():.2f}"
-            spread = np.std(run.ws[1:][-(T // 4) :] - w_true[-(T // 4) :], axis=0).mean()
+            spread = np.std(run.path[1:][-(T // 4) :] - w_true[-(T // 4) :], axis=0).mean()
             status += f"; spread at the end {spread:.3f}"
         ax.set_title(status, fontsize="small")
         return status
@@ -453,7 +453,7 @@ def batch_size_demo(X, c, epochs=50, ax=None):
         parts = []
         names = ("BGD", f"b = {b}", "IGD")
         for line, run, name, b_run in zip(lines, runs, names, (n, b, 1), strict=True):
-            gap = np.maximum(run.errors - err_min, 1e-12)
+            gap = np.maximum(run.loss - err_min, 1e-12)
             line.set_data(np.arange(len(gap)), gap)
             end = "diverges" if run.diverged else f"{gap[-1]:.0e}"
             updates = -(-n // b_run)
