@@ -20,6 +20,9 @@ is not used: with pytest 9 its `--dist loadgroup` no longer keeps a group togeth
   that no process of a sandbox's user is left running when the class is graded, which a
   sandbox started by the other worker would break; the null answers, the sleeper and the
   killed run grade with both cores and time limits, so two of them should not overlap.
+- "binder": the two modules that use Binder's environment (tools/binder_env.py). The first
+  to ask builds it into .venv-binder/, the second reuses it; two at once would build into
+  the same folder.
 - a notebook: its cells share one kernel (nbval) and run in order.
 - any other test: its module, so that a module-scoped fixture is made once.
 """
@@ -30,6 +33,7 @@ SLOW_FIXTURES = {"built_books", "graded"}
 SLOW_MODULES = {"test_browser.py", "test_binder.py"}
 BOOK_FIXTURES = {"built_books"}
 BOOK_MODULES = {"test_book.py", "test_browser.py"}
+BINDER_MODULES = {"test_binder.py", "test_jupyterlab.py"}
 SANDBOX_MODULES = {"test_grading.py", "test_null_answers.py", "test_dask_cli.py", "test_intake.py"}
 # tests of a grading module that start no sandbox (nbgrader only): beside the grading
 OWN_GROUP = {"tests/test_grading.py::test_student_versions_are_up_to_date": "release"}
@@ -47,6 +51,8 @@ def group(nodeid: str) -> str:
         return "book"
     if module in SANDBOX_MODULES:
         return "sandbox"
+    if module in BINDER_MODULES:
+        return "binder"
     return path
 
 
