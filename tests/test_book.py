@@ -123,3 +123,13 @@ def test_binder_buttons_only_for_a_known_repository(built_books):
         assert (link in (with_repository / f"{doc}.html").read_text()) == has_notebook, doc
         # without a repository, no button (Jupyter Book's default would open its own repo)
         assert "mybinder.org" not in (without / f"{doc}.html").read_text(), doc
+
+
+def test_the_folders_the_tools_make_in_the_repository_are_not_read_as_pages():
+    # a .venv holds packages' README files, which the build would read (and fail on, -W)
+    import binder_env  # tools/
+
+    config = (ROOT / "_config.yml").read_text()
+    excluded = {line.strip()[2:].split("  #")[0] for line in config.splitlines() if "  - " in line}
+    made = {tasks.VENV, tasks.LAB_VENV, binder_env.CACHE, tasks.BUILD, ROOT / "build"}
+    assert {folder.relative_to(ROOT).as_posix() for folder in made} <= excluded
