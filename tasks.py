@@ -45,7 +45,14 @@ sys.path.insert(0, str(ROOT / "tools"))
 from vendor_assets import vendor_assets  # noqa: E402  (standard library only, like browser)
 
 VENV = ROOT / ".venv"
-BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+
+
+def scripts(env_dir: Path) -> Path:
+    """The folder of a virtual environment's python and commands."""
+    return env_dir / ("Scripts" if os.name == "nt" else "bin")
+
+
+BIN = scripts(VENV)
 BUILD = ROOT / "_build"
 LAB_VENV = ROOT / ".venv-lab"  # the student environment with JupyterLab (`lab`)
 FIRST_PAGE = "book/00_tour.ipynb"  # where `lab` opens the course
@@ -77,7 +84,7 @@ def digest(*paths: Path) -> str:
 def install(env_dir: Path, requirements: str) -> Path:
     """Create the virtual environment ``env_dir`` if needed and pip-install ``requirements``
     into it, pinned by constraints.txt; return its python."""
-    python = env_dir / ("Scripts" if os.name == "nt" else "bin") / "python"
+    python = scripts(env_dir) / "python"
     if not python.exists():
         print(f"Creating the virtual environment {env_dir.name}/", flush=True)
         venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
@@ -105,7 +112,7 @@ def setup(requirements: str, env_dir: Path = VENV) -> Path:
     stamp = env_dir / f".installed-{requirements}"
     reqs = sorted(ROOT.glob("requirements*.txt"))  # -r includes reach any of them
     want = digest(*reqs, ROOT / "constraints.txt", ROOT / "pyproject.toml")
-    python = env_dir / ("Scripts" if os.name == "nt" else "bin") / "python"
+    python = scripts(env_dir) / "python"
     if stamp.exists() and stamp.read_text() == want and python.exists():
         return python
     install(env_dir, requirements)

@@ -18,7 +18,7 @@ import browser
 import jupyterlab
 import pytest
 import setup_cell
-from _helpers import ROOT
+from _helpers import ROOT, figure_names
 
 pytestmark = pytest.mark.slow
 
@@ -34,12 +34,11 @@ def website_labels() -> frozenset[str]:
     (myst-nb cell metadata) and the bibliography's keys."""
     labels = set(re.findall(r"^@\w+\{([^,\s]+),", (ROOT / "references.bib").read_text(), re.M))
     for path in CHAPTERS + LABS:
+        labels |= set(figure_names(path.relative_to(ROOT).with_suffix("").as_posix()))
         for cell in json.loads(path.read_text())["cells"]:
             source = "".join(cell["source"])
             labels |= set(re.findall(r"^\(([\w-]+)\)=", source, re.M))
             labels |= set(re.findall(r"^:label: *(\S+)", source, re.M))
-            figure = cell["metadata"].get("mystnb", {}).get("figure", {})
-            labels |= {figure["name"]} if "name" in figure else set()
     return frozenset(labels)
 
 
