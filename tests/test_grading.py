@@ -107,6 +107,36 @@ def test_student_versions_are_up_to_date(tmp_path):
         assert fresh == nb_of("release", lab), f"labs/release/{lab} is stale: run tasks.py labs"
 
 
+@pytest.mark.slow
+def test_a_lab_that_nbgrader_refuses_is_named_and_nothing_is_marked_done(tmp_path):
+    """Every lab is generated in one nbgrader process; when one cannot be, the error names
+    it with nbgrader's reason, the course records no lab as generated, and the same course
+    folder is taken again once the lab is mended."""
+    import shutil
+
+    labs = tmp_path / "labs"
+    for lab in ("lab1_perceptron", "lab2_convergence"):
+        shutil.copytree(LABS / "source" / lab, labs / "source" / lab)
+    shutil.copy(LABS / "nbgrader_config.py", labs / "nbgrader_config.py")
+    broken = labs / "source" / "lab2_convergence" / "lab2_convergence.ipynb"
+    nb = json.loads(broken.read_text())
+    graded = [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id")]
+    graded[1]["metadata"]["nbgrader"]["grade_id"] = graded[0]["metadata"]["nbgrader"]["grade_id"]
+    broken.write_text(json.dumps(nb))
+    course = tmp_path / "course"
+    with pytest.raises(
+        RuntimeError, match="nbgrader could not generate lab2_convergence:\n(.|\n)*corrupted"
+    ):
+        courses.open_course(course, labs)
+    assert json.loads((course / layout.MARK).read_text())["sources"] == {}
+    broken.write_text((LABS / "source" / "lab2_convergence" / "lab2_convergence.ipynb").read_text())
+    assert courses.open_course(course, labs) == ["lab1_perceptron", "lab2_convergence"]  # mended
+    assert sorted(json.loads((course / layout.MARK).read_text())["sources"]) == [
+        "lab1_perceptron",
+        "lab2_convergence",
+    ]
+
+
 def test_student_versions_hold_no_solutions_and_say_what_to_write():
     for lab in layout.lab_names():
         nb = nb_of("release", lab)
@@ -880,7 +910,13 @@ def test_manual_grading_in_formgrader_reaches_the_export_and_the_feedback(tmp_pa
             page.goto(f"{base}/formgrader?token={token}")  # logs in with the printed address
             page.goto(f"{base}/formgrader/submissions/{notebook_id}/")
             score, comment = page.locator("#ex4-answer"), page.locator("#ex4-answer-comment")
-            score.wait_for()
+            # formgrader binds its inputs to the gradebook after the page's load event, when
+            # it has fetched the grades and comments; MathJax's end moves the focus. A score
+            # typed before that is never saved (it happened once on a loaded machine).
+            page.wait_for_function(
+                "() => window.formgrader && formgrader.loaded && formgrader.grades.loaded"
+                " && formgrader.comments.loaded && MathJax.loaded"
+            )
             with page.expect_response(lambda r: "/api/grade/" in r.url and r.ok):
                 score.fill("1.5")
                 score.press("Tab")
