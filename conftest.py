@@ -9,22 +9,25 @@ grading modules mark their other slow tests themselves).
 
 Groups (`python3 tasks.py test` runs two pytest-xdist workers, `-n 2`): the items of one
 group run in order on one worker, and a worker takes the next group when it is free, the
-largest groups first. :func:`group` reads an item's group from its node id alone, since the
-controller that hands out the groups sees no more (pytest-xdist's own `xdist_group` marker
-is not used: with pytest 9 its `--dist loadgroup` no longer keeps a group together).
+longest first (SECONDS: what each group took on the 2-core machine; a group not listed
+counts a tenth of a second per item). :func:`group` reads an item's group from its node id
+alone, since the controller that hands out the groups sees no more (pytest-xdist's own
+`xdist_group` marker is not used: with pytest 9 its `--dist loadgroup` no longer keeps a
+group together).
 
 - "book": the two modules whose tests read the book builds. The builds are a session
   fixture, made by each worker that needs them; one worker needs them, so the book is built
   once. A test elsewhere that asks for the builds is refused at collection.
-- "sandbox": every test of the grading modules but those in OWN_GROUP. `graded` asserts
-  that no process of a sandbox's user is left running when the class is graded, which a
-  sandbox started by the other worker would break; the null answers, the sleeper and the
-  killed run grade with both cores and time limits, so two of them should not overlap.
 - "binder": the two modules that use Binder's environment (tools/binder_env.py). The first
   to ask builds it into .venv-binder/, the second reuses it; two at once would build into
   the same folder.
 - a notebook: its cells share one kernel (nbval) and run in order.
-- any other test: its module, so that a module-scoped fixture is made once.
+- any other test: its module, so that a module-scoped fixture is made once. The grading
+  modules (SANDBOX_MODULES) are four such groups, which may run at the same time; their
+  tests are marked `sandbox` and hold the sandbox lock (tests/_helpers.py) shared, so that
+  the planted class's count of leftover processes, which holds it alone, sees no sandbox
+  of the other worker's test. OWN_GROUP puts a test of a grading module that only runs
+  nbgrader in a group of its own.
 """
 
 import pytest
@@ -54,8 +57,6 @@ def group(nodeid: str) -> str:
     module = path.rpartition("/")[2]
     if module in BOOK_MODULES:
         return "book"
-    if module in SANDBOX_MODULES:
-        return "sandbox"
     if module in BINDER_MODULES:
         return "binder"
     return path
@@ -71,6 +72,8 @@ def pytest_collection_modifyitems(config, items):
         fixtures = set(getattr(item, "fixturenames", ()))
         if SLOW_FIXTURES & fixtures or item.path.name in SLOW_MODULES or is_notebook_cell(item):
             item.add_marker(pytest.mark.slow)
+        if item.path.name in SANDBOX_MODULES:
+            item.add_marker(pytest.mark.sandbox)
         if BOOK_FIXTURES & fixtures and group(item.nodeid) != "book":
             raise pytest.UsageError(
                 f"{item.nodeid} reads the book builds: put it in one of {sorted(BOOK_MODULES)}"
@@ -79,13 +82,44 @@ def pytest_collection_modifyitems(config, items):
             )
 
 
+# Seconds each long group took on the 2-core machine (a full run, 2026-11-24), to hand out
+# the longest first; the order is all they change.
+SECONDS = {
+    "book": 330,
+    "binder": 270,
+    "tests/test_grading.py": 230,
+    "tests/test_null_answers.py": 215,
+    "tests/test_dask_cli.py": 50,
+    "tests/test_perceptron.py": 35,
+    "tests/test_intake.py": 30,
+    "release": 20,
+    "book/03_convergence.ipynb": 17,
+    "tests/test_wire.py": 14,
+}
+
+
+def seconds(name: str, items: int) -> float:
+    """What a group is expected to take (see SECONDS)."""
+    return SECONDS.get(name, 0.1 * items)
+
+
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, which may not be installed
 def pytest_xdist_make_scheduler(config, log):
-    """With workers (`-n`), whatever `--dist` says: the groups above, largest first."""
+    """With workers (`-n`), whatever `--dist` says: the groups above, longest first."""
     from xdist.scheduler import LoadScopeScheduling
 
     class GroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return group(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            """LoadScopeScheduling's, but the longest group left, not the next in line."""
+            name = max(self.workqueue, key=lambda g: seconds(g, len(self.workqueue[g])))
+            work_unit = self.workqueue.pop(name)
+            self.assigned_work.setdefault(node, {})[name] = work_unit
+            collection = self.registered_collections[node]
+            node.send_runtest_some(
+                [collection.index(n) for n, done in work_unit.items() if not done]
+            )
 
     return GroupScheduling(config, log)

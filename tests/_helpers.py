@@ -1,6 +1,9 @@
 """Helpers shared by the tests (imported as `_helpers`; pytest puts tests/ on sys.path)."""
 
+import contextlib
+import fcntl
 import json
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -93,3 +96,30 @@ def decode(text, budget=None):
 
     budget = budget or wire.Budget()
     return wire.from_plain(wire._parse(text, budget), budget)
+
+
+# --- one rule between the pytest-xdist workers -------------------------------------------
+
+# Every test that starts a grading sandbox holds this lock shared; the planted class's
+# count of leftover processes holds it alone (a sandbox of the other worker's test, still
+# running, would count). A second lock, the turnstile, lets the count in once it asks: a
+# test that starts after it waits, so the count waits for the tests under way, no more.
+SANDBOX_LOCK = Path(tempfile.gettempdir()) / "perceptrons-tests-sandbox.lock"
+
+
+@contextlib.contextmanager
+def sandbox_lock(alone: bool = False, path: Path = SANDBOX_LOCK):
+    """Hold the sandbox lock: shared (any number of tests at once) or ``alone``."""
+    with open(path.with_suffix(".turnstile"), "a") as gate, open(path, "a") as lock:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            if not alone:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            if alone:
+                fcntl.flock(gate, fcntl.LOCK_UN)

@@ -6,7 +6,7 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 import vendor_assets  # noqa: E402  (tools/, pytest's pythonpath, pyproject.toml)
-from _helpers import STAND_IN_REPOSITORY  # noqa: E402
+from _helpers import STAND_IN_REPOSITORY, sandbox_lock  # noqa: E402
 
 import tasks  # noqa: E402
 
@@ -25,3 +25,14 @@ def built_books(tmp_path_factory):
         # raises CalledProcessError on any warning (-W) of either build
         list(pool.map(tasks.build_book, roots, [STAND_IN_REPOSITORY, None]))
     return roots
+
+
+@pytest.fixture(autouse=True)
+def _sandbox_shared(request):
+    """A test of a grading module (marked `sandbox` by ../conftest.py) holds the sandbox
+    lock shared while it runs: see tests/_helpers.py."""
+    if request.node.get_closest_marker("sandbox") is None:
+        yield
+        return
+    with sandbox_lock():
+        yield

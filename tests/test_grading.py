@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _helpers import ROOT, answered, decode, encode, need_sandbox
+from _helpers import ROOT, answered, decode, encode, need_sandbox, sandbox_lock
 from labtools import course as courses
 from labtools import (
     export,
@@ -558,9 +558,12 @@ def graded(tmp_path_factory):
     expected = plant(submissions / "submitted", others, course, listener.getsockname()[1])
     before = snapshot(ROOT / "labs", ROOT / "src", submissions, others)
     start = time.monotonic()
-    summary = grade.grade(submissions, course, jobs=2, limits=LIMITS, progress=False)
+    with sandbox_lock():  # a module fixture: made before the test's own hold of the lock
+        summary = grade.grade(submissions, course, jobs=2, limits=LIMITS, progress=False)
     elapsed = time.monotonic() - start
     listener.close()
+    with sandbox_lock(alone=True):  # no sandbox of another test runs while we count
+        leftover = leftover_processes()
     return {
         "expected": expected,
         "summary": summary,
@@ -570,7 +573,7 @@ def graded(tmp_path_factory):
         "elapsed": elapsed,
         "submissions": submissions,
         "others": others,
-        "leftover": leftover_processes(),
+        "leftover": leftover,
     }
 
 

@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _helpers import ROOT, answered, need_sandbox
+from _helpers import ROOT, answered, need_sandbox, sandbox_lock
 from labtools import grade, layout, notebook, sandbox
 from labtools.wire import Status
 
@@ -349,7 +349,8 @@ def null_grades(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("nulls")
     planted = plant(tmp / "submitted")
     start = time.monotonic()
-    summary = grade.grade(tmp, tmp / "course", jobs=2, limits=LIMITS, progress=False)
+    with sandbox_lock():  # a module fixture: made before the test's own hold of the lock
+        summary = grade.grade(tmp, tmp / "course", jobs=2, limits=LIMITS, progress=False)
     seconds = time.monotonic() - start
     earned, statuses = [], {}
     for row in summary["graded"]:
