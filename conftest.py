@@ -7,7 +7,8 @@ or the class of planted submissions graded, the modules that start a browser or 
 fresh environment, and every notebook cell nbval executes (test_grading.py and the other
 grading modules mark their other slow tests themselves).
 
-Groups (`python3 tasks.py test` runs two pytest-xdist workers, `-n 2`): the items of one
+Groups (`python3 tasks.py test` runs three pytest-xdist workers, `-n 3`; the quick tier two):
+the items of one
 group run in order on one worker, and a worker takes the next group when it is free, the
 longest first (SECONDS: what each group took on the 2-core machine; a group not listed
 counts a tenth of a second per item). :func:`group` reads an item's group from its node id

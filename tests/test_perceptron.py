@@ -255,6 +255,12 @@ def test_the_fast_path_makes_the_same_run_with_every_option():
         if plain.path is not None:
             assert np.array_equal(plain.path, fast.path)
             assert np.array_equal(plain.updated, fast.updated)
+    for seed in range(3):  # chapter 3's check of the bound against n runs the fast path
+        X_n, c_n, _ = P.separable(n=10_000, margin=0.1, rng=seed)
+        kw = {"order": "random", "rng": seed, "history": False}
+        plain, fast = P.pt(X_n, c_n, **kw), P.pt(X_n, c_n, fast=True, **kw)
+        assert np.array_equal(plain.w, fast.w)
+        assert (plain.mistakes, plain.iterations) == (fast.mistakes, fast.iterations)
     with pytest.warns(P.ConvergenceWarning) as caught:
         P.pt(X, c, max_epochs=2, fast=True)
     assert caught[0].filename == __file__  # the warning points at the caller, as without fast

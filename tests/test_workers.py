@@ -1,4 +1,4 @@
-"""How the full run shares two pytest-xdist workers (../conftest.py): the groups, their
+"""How the full run shares its pytest-xdist workers (../conftest.py): the groups, their
 order, and the one rule between the workers (the sandbox lock, tests/_helpers.py)."""
 
 import importlib.util
