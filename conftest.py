@@ -7,14 +7,13 @@ or the class of planted submissions graded, the modules that start a browser or 
 fresh environment, and every notebook cell nbval executes (test_grading.py and the other
 grading modules mark their other slow tests themselves).
 
-Groups (`python3 tasks.py test` runs three pytest-xdist workers, `-n 3`; the quick tier two):
-the items of one
+Groups (`python3 tasks.py test` runs two pytest-xdist workers, `-n 2`): the items of one
 group run in order on one worker, and a worker takes the next group when it is free, the
-longest first (SECONDS: what each group took on the 2-core machine; a group not listed
-counts a tenth of a second per item). :func:`group` reads an item's group from its node id
-alone, since the controller that hands out the groups sees no more (pytest-xdist's own
-`xdist_group` marker is not used: with pytest 9 its `--dist loadgroup` no longer keeps a
-group together).
+longest first (SECONDS: what each group took on the
+2-core machine; a group not listed counts a tenth of a second per item). :func:`group`
+reads an item's group from its node id alone, since the controller that hands out the
+groups sees no more (pytest-xdist's own `xdist_group` marker is not used: with pytest 9 its
+`--dist loadgroup` no longer keeps a group together).
 
 - "book": the two modules whose tests read the book builds. The builds are a session
   fixture, made by each worker that needs them; one worker needs them, so the book is built
@@ -27,7 +26,7 @@ group together).
   modules (SANDBOX_MODULES) are four such groups, which may run at the same time; their
   tests are marked `sandbox` and hold the sandbox lock (tests/_helpers.py) shared, so that
   the planted class's count of leftover processes, which holds it alone, sees no sandbox
-  of the other worker's test. OWN_GROUP puts a test of a grading module that only runs
+  of another worker's test. OWN_GROUP puts a test of a grading module that only runs
   nbgrader in a group of its own.
 """
 

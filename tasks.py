@@ -363,10 +363,8 @@ def main(argv: list[str] | None = None) -> None:
                 print("Not a git checkout: the pre-commit hooks were NOT run.", flush=True)
             env = dict(os.environ, PYTHONHASHSEED="0")
             quick = ["-m", "not slow"] if args.quick else []  # no builds, no notebooks
-            # pytest-xdist workers; what must not overlap is grouped (conftest.py). The full
-            # run takes three on two cores: its long groups wait (pip, a browser, a server,
-            # a time limit) for about half their time, and the third worker fills it
-            workers = ["-n", "2" if args.quick else "3"]
+            # two workers (pytest-xdist); what must not overlap is grouped (conftest.py)
+            workers = ["-n", "2"]
             slowest = ["--durations=15"]  # the slowest tests, listed at the end
             run(BIN / "python", "-m", "pytest", *quick, *workers, *slowest, env=env)
         elif job == "labs":
