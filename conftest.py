@@ -9,11 +9,11 @@ grading modules mark their other slow tests themselves).
 
 Groups (`python3 tasks.py test` runs two pytest-xdist workers, `-n 2`): the items of one
 group run in order on one worker, and a worker takes the next group when it is free, the
-longest first (SECONDS: what each group took on the
-2-core machine; a group not listed counts a tenth of a second per item). :func:`group`
-reads an item's group from its node id alone, since the controller that hands out the
-groups sees no more (pytest-xdist's own `xdist_group` marker is not used: with pytest 9 its
-`--dist loadgroup` no longer keeps a group together).
+longest first (SECONDS: what each group took on the 2-core machine; a group not listed
+counts a tenth of a second per item). :func:`group` reads an item's group from its node id
+alone, since the controller that hands out the groups sees no more (pytest-xdist's own
+`xdist_group` marker is not used: with pytest 9 its `--dist loadgroup` no longer keeps a
+group together).
 
 - "book": the two modules whose tests read the book builds. The builds are a session
   fixture, made by each worker that needs them; one worker needs them, so the book is built
@@ -93,7 +93,6 @@ SECONDS = {
     "tests/test_perceptron.py": 35,
     "tests/test_intake.py": 30,
     "release": 20,
-    "book/03_convergence.ipynb": 17,
     "tests/test_wire.py": 14,
 }
 

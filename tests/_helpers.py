@@ -40,6 +40,15 @@ def central_difference(f, w, h=1e-6):
     return np.array([(f(w + h * e) - f(w - h * e)) / (2 * h) for e in np.eye(len(w))])
 
 
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on now."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def need_sandbox():
     """Skip a test that needs the grading sandbox where bubblewrap cannot run it; in CI,
     which must provide it, fail instead."""

@@ -13,14 +13,13 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from _helpers import need_sandbox
+from _helpers import free_port, need_sandbox
 from labtools import cluster, grade, layout, sandbox, schedule, worker
 from labtools import course as courses
 from labtools.__main__ import main
@@ -39,12 +38,6 @@ def write_class(folder):
     }
     for student, nb in notebooks.items():
         hand_in(folder, student, nb)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def log(files, path):

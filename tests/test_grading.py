@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _helpers import ROOT, answered, decode, encode, need_sandbox, sandbox_lock
+from _helpers import ROOT, answered, decode, encode, free_port, need_sandbox, sandbox_lock
 from labtools import course as courses
 from labtools import (
     export,
@@ -112,8 +113,6 @@ def test_a_lab_that_nbgrader_refuses_is_named_and_nothing_is_marked_done(tmp_pat
     """Every lab is generated in one nbgrader process; when one cannot be, the error names
     it with nbgrader's reason, the course records no lab as generated, and the same course
     folder is taken again once the lab is mended."""
-    import shutil
-
     labs = tmp_path / "labs"
     for lab in ("lab1_perceptron", "lab2_convergence"):
         shutil.copytree(LABS / "source" / lab, labs / "source" / lab)
@@ -901,9 +900,7 @@ def test_manual_grading_in_formgrader_reaches_the_export_and_the_feedback(tmp_pa
     assert (before["automatic"], before["manual"], before["total"]) == ("7.0", "0.0", "7.0")
     with Gradebook(courses.db_url(course)) as gb:
         notebook_id = gb.find_submission_notebook(LAB, LAB, "ada").id
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     process, url = formgrader.start(course, port)
     try:
         token = url.split("token=")[1]

@@ -50,15 +50,20 @@ for lab in sys.argv[1:]:
 """
 
 
+def nbgrader_env() -> dict:
+    """os.environ with this Python's bin folder first on PATH, where nbgrader finds its
+    helpers (alembic) and JupyterLab is."""
+    bin_dir = Path(sys.executable).parent
+    return dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
 def generate(course: Path, labs: list[str]) -> None:
     """Generate these labs of the course folder (source/<lab> is there) with nbgrader, in
     one process: the release version and the gradebook's record of its cells and points."""
     if not labs:
         return
-    bin_dir = Path(sys.executable).parent  # nbgrader's helpers (alembic) are found there
-    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
     argv = [sys.executable, "-c", GENERATE, *labs]
-    proc = subprocess.run(argv, cwd=course, env=env, capture_output=True, text=True)
+    proc = subprocess.run(argv, cwd=course, env=nbgrader_env(), capture_output=True, text=True)
     if proc.returncode != 0:
         failed = (proc.stdout.strip().splitlines() or ["a lab"])[-1]
         raise RuntimeError(f"nbgrader could not generate {failed}:\n{proc.stderr[-3000:]}")

@@ -19,6 +19,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from labtools import course as course_folder
 from labtools import layout
 
 
@@ -43,8 +44,7 @@ def start(course: Path, port: int, token: str | None = None) -> tuple[subprocess
     if not (course / layout.MARK).exists():
         raise layout.UsageError(f"{course} is not a course folder yet: grade something first")
     token = token or secrets.token_hex(24)
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    env["JUPYTER_PLATFORM_DIRS"] = "1"
+    env = dict(course_folder.nbgrader_env(), JUPYTER_PLATFORM_DIRS="1")
     process = subprocess.Popen(
         command(course, port, token),
         cwd=course,  # nbgrader reads nbgrader_config.py from here
