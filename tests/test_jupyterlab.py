@@ -111,6 +111,7 @@ def test_page_runs_and_reads_well_in_jupyterlab(lab, notebook):
                 print(f"{notebook}: the first slider redrew its picture in {ms} ms")
         assert not problems, f"{notebook} in JupyterLab:\n" + "\n".join(problems)
     finally:
+        jupyterlab.close_notebooks(page)
         server.shut_down_kernels()
 
 

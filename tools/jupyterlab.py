@@ -234,29 +234,66 @@ def label_of(unresolved: str) -> str:
 EVAL = re.compile(r"\{eval\}`([^`]*)`")
 
 
+#: open the notebook `path` in the JupyterLab of the page (returning nothing: the widget it
+#: opens is a large object, which Playwright would serialize)
+_OPEN = """async path => {
+    await window.jupyterapp.commands.execute('docmanager:open', {path});
+}"""
+
+#: the notebook `path` is the current document, its `n` cells in the page, its kernel idle
+_OPENED = """([path, n]) => {
+    const panel = window.jupyterapp?.shell.currentWidget;
+    return panel?.context?.path === path
+        && panel.content?.widgets?.length === n
+        && panel.sessionContext?.session?.kernel?.status === 'idle'
+        && panel.content.node.querySelectorAll('.jp-Cell').length === n;
+}"""
+
+
 def open_notebook(page, lab: JupyterLab, notebook: str, timeout: float = 60) -> None:
     """Open `notebook` (a path relative to the root) in JupyterLab, every cell in the page,
-    its kernel started and idle; accept a "Select Kernel" dialog if one comes up."""
+    its kernel started and idle; accept a "Select Kernel" dialog if one comes up. The first
+    notebook loads JupyterLab in the page; later ones open in it, as a student opens one
+    from the file browser (JupyterLab is not loaded again)."""
+    from playwright.sync_api import TimeoutError as Timeout
+
     cells = len(json.loads((lab.root / notebook).read_text())["cells"])
-    page.goto(lab.open_url(notebook))
+    if page.url.startswith(lab.url("lab")) and page.evaluate("!!window.jupyterapp"):
+        page.evaluate(_OPEN, notebook)
+    else:
+        page.goto(lab.open_url(notebook))
     deadline = time.monotonic() + timeout
     while True:
         if page.locator(".jp-Dialog").count():  # e.g. "Select Kernel": take the default
             page.locator(".jp-Dialog .jp-mod-accept").first.click()
-        ready = page.evaluate(
-            """n => {
-            const panel = window.jupyterapp?.shell.currentWidget;
-            return panel?.content?.widgets?.length === n
-                && panel.sessionContext?.session?.kernel?.status === 'idle'
-                && panel.content.node.querySelectorAll('.jp-Cell').length === n;
-        }""",
-            cells,
-        )
-        if ready:
+        try:  # polled in the page; a dialog is looked for each second
+            page.wait_for_function(_OPENED, arg=[notebook, cells], polling=100, timeout=1000)
             return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{notebook} did not open with an idle kernel in {timeout} s")
+        except Timeout:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"{notebook} did not open with an idle kernel in {timeout} s"
+                ) from None
+
+
+def close_notebooks(page) -> None:
+    """Close every open document without saving (the repository's notebooks stay as they
+    are) and dismiss any dialog left open, so that the next notebook opens alone."""
+    page.evaluate(
+        """() => {
+        const app = window.jupyterapp;
+        if (!app) return;
+        for (const widget of [...app.shell.widgets('main')]) widget.dispose();
+    }"""
+    )
+    for _ in range(50):
+        if not page.locator(".jp-Dialog").count():
+            return
+        page.keyboard.press("Escape")
         page.wait_for_timeout(100)
+    raise RuntimeError(
+        "a JupyterLab dialog does not close: " + page.locator(".jp-Dialog").inner_text()
+    )
 
 
 def run_all(page) -> None:
@@ -265,20 +302,29 @@ def run_all(page) -> None:
     page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").click()
 
 
+#: true once `_IDLE` has held for `settle` ms in a row (polled in the page, not from here)
+_SETTLED = (
+    "settle => {\n    const idle = ("
+    + _IDLE
+    + """)();
+    const now = performance.now();
+    if (!idle) { window.__idleSince = null; return false; }
+    window.__idleSince ??= now;
+    return now - window.__idleSince >= settle;
+}"""
+)
+
+
 def wait_idle(page, timeout: float = 240, settle: float = 1.0) -> None:
     """Wait until the kernel is idle and no cell runs, for `settle` seconds in a row (the
     {eval} roles of the markdown cells are evaluated in requests of their own)."""
-    deadline, since = time.monotonic() + timeout, None
-    while True:
-        if page.evaluate(_IDLE):
-            since = since or time.monotonic()
-            if time.monotonic() - since >= settle:
-                return
-        else:
-            since = None
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the kernel was still busy after {timeout} s")
-        page.wait_for_timeout(100)
+    from playwright.sync_api import TimeoutError as Timeout
+
+    page.evaluate("window.__idleSince = null")
+    try:
+        page.wait_for_function(_SETTLED, arg=settle * 1000, polling=100, timeout=timeout * 1000)
+    except Timeout:
+        raise TimeoutError(f"the kernel was still busy after {timeout} s") from None
 
 
 def read(page, notebook: str) -> Seen:
