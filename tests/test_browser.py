@@ -5,10 +5,10 @@ Chromium is a system package (Debian: `apt-get install chromium`); `.ci/run` ins
 Without it these tests fail in CI (CI set) and are skipped, visibly, elsewhere.
 """
 
+import contextlib
 import json
 import os
 import re
-from concurrent.futures import ThreadPoolExecutor
 
 import browser
 import pytest
@@ -55,17 +55,26 @@ class Dom:
 
 
 @pytest.fixture(scope="module")
-def site(built_books):
-    """Every page of the first build (Binder buttons for the stand-in repository) as loaded
-    by Chromium, and the requests the local server saw."""
+def chromium():
+    """One Playwright Chromium for the module's pages (tools/browser.py)."""
     if browser.find_chromium() is None:
         if os.environ.get("CI"):
             pytest.fail("Chromium is missing: .ci/run installs it (apt-get install chromium)")
         pytest.skip("Chromium is not installed (apt-get install chromium); CI runs these tests")
+    with browser.playwright_chromium() as launched:
+        yield launched
+
+
+@pytest.fixture(scope="module")
+def site(built_books, chromium):
+    """Every page of the first build (Binder buttons for the stand-in repository) as loaded
+    by Chromium for a reader who prefers the light colour scheme, once its math is typeset
+    and its widgets drawn (DOM, console, axe-core's findings), and the requests the local
+    server saw."""
     html = built_books[0] / "_build" / "html"
-    with browser.Site(html) as server, ThreadPoolExecutor(2) as pool:
-        loaded = pool.map(lambda doc: browser.load(server.url(f"{doc}.html")), DOCS)
-        pages = dict(zip(DOCS, loaded, strict=True))
+    with browser.Site(html) as server:
+        urls = {doc: server.url(f"{doc}.html") for doc in DOCS}
+        pages = browser.visit(chromium, urls, vendor_assets.axe_core(), color_scheme="light")
     missing = [(p, c) for p, c in server.requests if p.endswith(".html") and c != 200]
     assert not missing, f"pages that did not load: {missing}"
     return {
@@ -98,18 +107,17 @@ def test_console_is_clean(site, doc):
 
 
 @pytest.fixture(scope="module")
-def accessibility(site):
+def accessibility(site, chromium):
     """axe-core's WCAG 2.1 A and AA violations on every page, as loaded by Chromium (with its
-    scripts run, math typeset and widgets drawn), for a reader who prefers the light and one
-    who prefers the dark colour scheme (the theme follows the reader's preference):
+    scripts run, math typeset and widgets drawn), for a reader who prefers the light (`site`)
+    and one who prefers the dark colour scheme (the theme follows the reader's preference):
     {page: ["(scheme) rule on page at `selector`: what is wrong"]}."""
-    found = {doc: [] for doc in DOCS}
+    found = {doc: [f"(light) {v}" for v in page.violations] for doc, page in site["pages"].items()}
     with browser.Site(site["html"]) as server:
         urls = {doc: server.url(f"{doc}.html") for doc in DOCS}
-        for scheme in ("light", "dark"):
-            checked = browser.accessibility(urls, vendor_assets.axe_core(), color_scheme=scheme)
-            for doc, violations in checked.items():
-                found[doc] += [f"({scheme}) {v}" for v in violations]
+        dark = browser.visit(chromium, urls, vendor_assets.axe_core(), color_scheme="dark")
+    for doc, page in dark.items():
+        found[doc] += [f"(dark) {v}" for v in page.violations]
     return found
 
 
@@ -126,7 +134,11 @@ def test_every_page_is_accessible(accessibility, doc):
 
 def test_every_requested_local_file_exists(site):
     assert site["failures"] == []
-    assert len(site["requests"]) > 10 * len(DOCS)  # pages, styles, scripts, fonts, images
+    # one tab loads the pages, so each file is requested once, whichever page needs it first
+    paths = {path.split("?")[0] for path, _ in site["requests"]}
+    assert {f"/{doc}.html" for doc in DOCS} <= paths
+    kinds = {os.path.splitext(path)[1] for path in paths}  # and styles, scripts, fonts, images
+    assert {".css", ".js", ".woff2", ".png"} <= kinds, kinds
 
 
 @pytest.mark.parametrize("doc", DOCS)
@@ -318,13 +330,15 @@ def _check_frame(doc, shown, frames):
 
 
 @pytest.mark.parametrize("doc", SLIDER_DOCS)
-def test_sliders_move_the_picture_without_a_kernel(site, doc):
+def test_sliders_move_the_picture_without_a_kernel(site, chromium, doc):
     """Every slider on the page, dragged with the pointer and moved with the arrow keys: the
     picture, its alt text, the status line and what the handle announces follow."""
     (panel_frames,) = saved_frames(site["html"] / f"{doc}.html")[0].values()
     messages = []
-    with browser.Site(site["html"]) as server, browser.playwright_chromium() as chromium:
-        page = chromium.new_page(viewport={"width": 1280, "height": 900})
+    with (
+        browser.Site(site["html"]) as server,
+        contextlib.closing(chromium.new_page(viewport={"width": 1280, "height": 900})) as page,
+    ):
         page.on("console", lambda m: messages.append(m.text))
         page.on("pageerror", lambda e: messages.append(f"page error: {e}"))
         page.goto(server.url(f"{doc}.html"))

@@ -7,6 +7,8 @@ Only the standard library: tasks.py imports this before the virtual environment 
     with Site(Path("_build/html")) as site:
         page = load(site.url("index.html"))      # the DOM after scripts ran, console messages
         screenshot(site.url("index.html"), Path("index.png"), width=390)
+        with playwright_chromium() as chromium:  # many pages in one browser, axe-core on each
+            pages = visit(chromium, {"index": site.url("index.html")}, axe_core_script)
 """
 
 from __future__ import annotations
@@ -172,40 +174,69 @@ class Violation:
         return f"{self.rule} on {self.page} at `{self.target}`: {self.summary}"
 
 
-def accessibility(
+@dataclass
+class Visit:
+    """A page as a reader with scripts sees it, once its math is typeset and its widgets
+    are drawn."""
+
+    dom: str  # the document then
+    console: list[str]  # console messages (all levels) and uncaught errors, "text (url:line)"
+    violations: list[Violation]  # axe-core's, one per element (empty when axe did not run)
+
+
+def visit(
+    chromium,
     urls: dict[str, str],
-    axe_script: Path,
+    axe_script: Path | None = None,
     tags=WCAG21_AA,
     color_scheme: str = "light",
     width: int = 1280,
-) -> dict[str, list[Violation]]:
-    """Run axe-core (the script `axe_script`, e.g. vendor_assets.axe_core()) on each page of
-    `urls` ({name: url}) after its math and widgets are drawn, for a reader who prefers
-    `color_scheme` ("light" or "dark"; the theme follows it), at window `width`; return each
-    page's violations of the rules tagged `tags`, one per element."""
+) -> dict[str, Visit]:
+    """Load each page of `urls` ({name: url}) in one tab of `chromium` (a Playwright
+    `Browser`, see `playwright_chromium`) for a reader who prefers `color_scheme` ("light"
+    or "dark"; the theme follows it), at window `width`; once its math and widgets are
+    drawn, read its DOM and console and, given `axe_script` (e.g.
+    vendor_assets.axe_core()), run axe-core's rules tagged `tags` on it."""
     found = {}
-    with playwright_chromium() as chromium:
-        page = chromium.new_page(
-            viewport={"width": width, "height": 900}, color_scheme=color_scheme
-        )
+    page = chromium.new_page(viewport={"width": width, "height": 900}, color_scheme=color_scheme)
+    messages: list[str] = []
+
+    def said(message) -> None:
+        where = message.location
+        messages.append(f"{message.text} ({where['url']}:{where['lineNumber'] + 1})")
+
+    page.on("console", said)
+    page.on(
+        "pageerror",
+        lambda error: messages.append(f"Uncaught {error.name}: {error.message} ({page.url})"),
+    )
+    try:
         for name, url in urls.items():
+            messages.clear()
             page.goto(url, wait_until="load")
             page.wait_for_function(_READY, timeout=60_000)
             shown = page.evaluate("document.documentElement.dataset.theme")
             if shown != color_scheme:  # the theme no longer follows the reader's preference
                 raise RuntimeError(f"{name} is shown in the {shown} theme, not {color_scheme}")
-            page.add_script_tag(path=str(axe_script))
-            result = page.evaluate(_AXE_RUN, list(tags))
-            found[name] = [
-                Violation(
-                    rule["id"],
-                    name,
-                    " >>> ".join(" ".join(t) if isinstance(t, list) else t for t in node["target"]),
-                    " ".join(f"{rule['help']}. {node.get('failureSummary', '')}".split()),
-                )
-                for rule in result["violations"]
-                for node in rule["nodes"]
-            ]
+            dom = page.content()
+            violations = []
+            if axe_script is not None:
+                page.add_script_tag(path=str(axe_script))
+                result = page.evaluate(_AXE_RUN, list(tags))
+                violations = [
+                    Violation(
+                        rule["id"],
+                        name,
+                        " >>> ".join(
+                            " ".join(t) if isinstance(t, list) else t for t in node["target"]
+                        ),
+                        " ".join(f"{rule['help']}. {node.get('failureSummary', '')}".split()),
+                    )
+                    for rule in result["violations"]
+                    for node in rule["nodes"]
+                ]
+            found[name] = Visit(dom=dom, console=list(messages), violations=violations)
+    finally:
         page.close()
     return found
 
