@@ -271,6 +271,22 @@ def pdf(singlehtml: Path, out: Path) -> Path:
         return print_pdf(site.url("index.html"), out)
 
 
+def binder_in_background() -> subprocess.Popen:
+    """Start `tools/binder_env.py` (build or reuse .venv-binder/; standard library only);
+    its output goes to .venv-binder/build.log. A test that needs the environment waits for
+    this build (binder_env holds a lock while it builds)."""
+    log_path = ROOT / ".venv-binder" / "build.log"
+    log_path.parent.mkdir(exist_ok=True)
+    print(f"Building Binder's environment in the background ({log_path.relative_to(ROOT)})")
+    with log_path.open("w") as log:
+        return subprocess.Popen(
+            [sys.executable, str(ROOT / "tools" / "binder_env.py")],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+
 def labtools(*args: str) -> None:
     """Run ``python -m labtools ARGS`` (labs/labtools) in the instructor environment."""
     setup("requirements-instructor.txt")
@@ -355,6 +371,9 @@ def main(argv: list[str] | None = None) -> None:
             book = pdf(index.parent, BUILD / "pdf" / "book.pdf")
             print(f"\nThe book as one PDF: {book.relative_to(ROOT)}")
         elif job == "test":
+            # Binder's environment (tests/test_binder.py, test_jupyterlab.py) is mostly pip
+            # waiting on downloads and disk: build it while .venv is set up and the tests start
+            binder = None if args.quick else binder_in_background()
             setup("requirements-test.txt")
             # the commit hooks first (.pre-commit-config.yaml): lint, format, clean notebooks
             if (ROOT / ".git").exists():
@@ -366,7 +385,12 @@ def main(argv: list[str] | None = None) -> None:
             # two workers (pytest-xdist); what must not overlap is grouped (conftest.py)
             workers = ["-n", "2"]
             slowest = ["--durations=15"]  # the slowest tests, listed at the end
-            run(BIN / "python", "-m", "pytest", *quick, *workers, *slowest, env=env)
+            try:
+                run(BIN / "python", "-m", "pytest", *quick, *workers, *slowest, env=env)
+            finally:
+                if binder is not None and binder.poll() is None:  # the tests stopped early
+                    binder.terminate()
+                    binder.wait()
         elif job == "labs":
             labtools("release")
         elif job in ("grade", "formgrader", "export", "feedback"):

@@ -67,3 +67,26 @@ def test_student_lab_runs_up_to_its_first_stub(binder_kernel, path, monkeypatch)
     ran = [c for c in nb.cells[:first_stub] if c.cell_type == "code"]
     assert all(c.get("execution_count") for c in ran), "a cell before the first stub did not run"
     assert not any(o.get("output_type") == "error" for c in ran for o in c.get("outputs", []))
+
+
+def test_two_builds_at_once_run_one_after_the_other(tmp_path, monkeypatch):
+    """`tasks.py test` builds the environment in the background while a test may ask for it:
+    the second build waits for the first (a lock in the cache folder), then reuses it."""
+    import threading
+    import time
+
+    spans = []
+
+    def slow_build(cache, fresh):
+        start = time.monotonic()
+        time.sleep(0.3)
+        spans.append((start, time.monotonic()))
+
+    monkeypatch.setattr(binder_env, "_build", slow_build)
+    builds = [threading.Thread(target=binder_env.build, args=(tmp_path,)) for _ in range(2)]
+    for thread in builds:
+        thread.start()
+    for thread in builds:
+        thread.join()
+    (first_start, first_end), (second_start, _) = sorted(spans)
+    assert second_start >= first_end > first_start

@@ -184,3 +184,34 @@ def test_nothing_links_to_the_old_decisions_diary():
                 ]
     assert not (ROOT / old).exists()
     assert found == [], f"links to {old}, now docs/decisions/README.md: {found}"
+
+
+@pytest.mark.parametrize("quick", [False, True])
+def test_the_test_command_builds_binders_environment_beside_the_setup(monkeypatch, quick):
+    """The full tier starts Binder's environment in the background before .venv is set up,
+    and stops it if the tests end first; the quick tier does not need it."""
+    calls = []
+
+    class Build:
+        def __init__(self):
+            self.running = True
+
+        def poll(self):
+            return None if self.running else 0
+
+        def terminate(self):
+            calls.append("terminate")
+            self.running = False
+
+        def wait(self):
+            calls.append("wait")
+
+    monkeypatch.setattr(tasks, "binder_in_background", lambda: calls.append("binder") or Build())
+    monkeypatch.setattr(tasks, "setup", lambda reqs: calls.append(reqs))
+    monkeypatch.setattr(tasks, "run", lambda *cmd, **kw: calls.append(Path(cmd[0]).name))
+    tasks.main(["test", "--quick"] if quick else ["test"])
+    if quick:
+        assert calls == ["requirements-test.txt", "pre-commit", "python"]
+    else:
+        setup = ["requirements-test.txt", "pre-commit", "python"]
+        assert calls == ["binder", *setup, "terminate", "wait"]

@@ -22,6 +22,7 @@ sources (src/) are reinstalled into it when they change. Standard library only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -33,6 +34,11 @@ import time
 import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: builds there are not run side by side
+    fcntl = None
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".venv-binder"
@@ -212,9 +218,26 @@ def site_packages_mb(env: Path) -> float:
     return total / 1e6
 
 
+@contextlib.contextmanager
+def _alone(cache: Path):
+    """Hold `cache`/.lock: one build at a time (`tasks.py test` starts one in the background
+    while the tests may ask for the environment too; the second waits, then reuses it)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / ".lock").open("w") as held:
+        if fcntl is not None:
+            fcntl.flock(held, fcntl.LOCK_EX)
+        yield
+
+
 def build(cache: Path = CACHE, fresh: bool = False) -> BinderEnv:
     """Binder's environment for this repository: built once per key (see `key`), else
-    reused, with the package reinstalled when src/ changed."""
+    reused, with the package reinstalled when src/ changed. Another build of the same
+    `cache` (another process) is waited for."""
+    with _alone(cache):
+        return _build(cache, fresh)
+
+
+def _build(cache: Path, fresh: bool) -> BinderEnv:
     lock = read_lock(cache)
     path = cache / key(lock)
     python = path / "bin" / "python"
