@@ -105,12 +105,14 @@ def test_a_grade_command_line_means_the_same_to_both():
     from labtools.__main__ import parser
 
     argv = ["grade", "in.zip", "--course", "c", "--labs", "lab1_perceptron", "--jobs", "3"]
-    argv += ["--regrade", "--unsafe", "--cell-timeout", "5", "--memory-gb", "1.5"]
+    argv += ["--regrade", "--unsafe", "--no-feedback", "--cell-timeout", "5", "--memory-gb", "1.5"]
     argv += ["--limit", "notebook_seconds=900", "--limit", "keys=50", "--scheduler", "tcp://s:1"]
     ours, theirs = vars(tasks.command_line().parse_args(argv)), vars(parser().parse_args(argv))
     theirs.pop("run")
     assert ours == theirs
     assert theirs["limit"] == ["notebook_seconds=900", "keys=50"]
+    assert theirs["feedback"] is False
+    assert parser().parse_args(["grade", "in.zip"]).feedback is True
 
 
 def test_tasks_py_hands_labtools_the_arguments_as_given(monkeypatch, tmp_path):

@@ -350,7 +350,10 @@ def null_grades(tmp_path_factory):
     planted = plant(tmp / "submitted")
     start = time.monotonic()
     with sandbox_lock():  # a module fixture: made before the test's own hold of the lock
-        summary = grade.grade(tmp, tmp / "course", jobs=2, limits=LIMITS, progress=False)
+        # scores only: no feedback files (a fifth of a notebook's cost), left for later
+        summary = grade.grade(
+            tmp, tmp / "course", jobs=2, limits=LIMITS, progress=False, feedback=False
+        )
     seconds = time.monotonic() - start
     earned, statuses = [], {}
     for row in summary["graded"]:
@@ -368,7 +371,15 @@ def null_grades(tmp_path_factory):
                     )
                 )
     print(f"\n{len(planted)} null notebooks graded in {seconds:.0f} s")
-    return {"earned": earned, "planted": planted, "statuses": statuses, "seconds": seconds}
+    feedback = sorted((tmp / "course" / "feedback").rglob("*.html"))
+    return {
+        "earned": earned,
+        "planted": planted,
+        "statuses": statuses,
+        "seconds": seconds,
+        "feedback": feedback,
+        "course": tmp / "course",
+    }
 
 
 def test_the_family_is_generated_for_every_solution_cell():
@@ -407,3 +418,17 @@ def test_null_answers_earn_nothing(null_grades, lab):
     assert not earned, "\n".join(
         f"{lab} {null}: {test} earned {score}" for _, null, test, score in earned
     )
+
+
+@pytest.mark.slow  # reads the null notebooks' run
+def test_a_run_without_feedback_leaves_it_to_the_feedback_job(null_grades):
+    """`grade --no-feedback` (feedback=False, as the null answers are graded) writes no
+    feedback file; the feedback job writes them afterwards, one per graded notebook."""
+    from labtools.feedback import generate_feedback
+
+    assert null_grades["feedback"] == []
+    lab = "lab1_perceptron"
+    graded = [k for k, (s, _) in null_grades["statuses"].items() if k[1] == lab]
+    assert generate_feedback(null_grades["course"], [lab], missing_only=True) == len(graded)
+    for student, _ in graded:
+        assert (null_grades["course"] / "feedback" / student / lab / f"{lab}.html").exists()

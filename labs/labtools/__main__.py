@@ -60,6 +60,7 @@ def _grade(args) -> None:
             unsafe=args.unsafe,
             limits=limits,
             executor=executor,
+            feedback=args.feedback,
         )
     rows = summary["graded"]
     failed = [r for r in rows if not r.graded]

@@ -45,6 +45,7 @@ def grade(
     limits: Limits | None = None,
     executor: concurrent.futures.Executor | None = None,
     progress: bool = True,
+    feedback: bool = True,
 ) -> dict:
     """Grade every submission into ``course``; returns a summary: "graded" and "already
     graded" (each a list of :class:`labtools.wire.Row`), "exported" (the tables' paths) and
@@ -63,6 +64,8 @@ def grade(
     executor : any concurrent.futures.Executor (e.g. a dask ``Client.get_executor()``); its
         workers need the sandbox, this machine does not (a worker without it fails each
         notebook; :mod:`labtools.cluster` checks a dask cluster's workers first)
+    feedback : write each graded notebook's feedback file (else later, with
+        :func:`labtools.feedback.generate_feedback`: ``python -m labtools feedback``)
     """
     from labtools import sandbox
 
@@ -114,6 +117,7 @@ def grade(
             jobs=jobs,
             executor=executor,
             progress=progress,
+            feedback=feedback,
         )
     exported = export(course)
     return {"graded": rows, "already graded": skipped, "exported": exported, **taken.report()}

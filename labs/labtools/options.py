@@ -40,6 +40,12 @@ def add_grade_options(grade: argparse.ArgumentParser) -> None:
     grade.add_argument("--regrade", action="store_true", help="grade graded notebooks again")
     grade.add_argument("--unsafe", action="store_true", help="grade without the sandbox")
     grade.add_argument(
+        "--no-feedback",
+        dest="feedback",
+        action="store_false",
+        help="write no feedback files now (later: the feedback job, e.g. after manual grading)",
+    )
+    grade.add_argument(
         "--cell-timeout", type=float, default=60.0, help="seconds per cell (default: 60)"
     )
     grade.add_argument(

@@ -93,10 +93,10 @@ def default_executor(jobs: int) -> concurrent.futures.Executor:
     )
 
 
-def run(course, todo, *, limits, unsafe, jobs, executor, progress) -> list[Row]:
+def run(course, todo, *, limits, unsafe, jobs, executor, progress, feedback=True) -> list[Row]:
     """Grade ``todo`` ([(submission, digest, bytes)]) on the executor, record each result
-    as it comes, and have the feedback written: by the workers of our own pool (they share
-    the course folder), else here at the end.
+    as it comes, and (unless ``feedback`` is false) have the feedback written: by the
+    workers of our own pool (they share the course folder), else here at the end.
 
     Our own pool gets one notebook more than it has workers, chosen by :class:`Queue` as
     each result comes in (so the feedback runs between notebooks, not all at the end);
@@ -111,7 +111,7 @@ def run(course, todo, *, limits, unsafe, jobs, executor, progress) -> list[Row]:
     workers = jobs or os.cpu_count() or 1
     executor = executor or default_executor(workers)
     bar = tqdm(total=len(todo), unit="notebook", disable=not progress, desc="grading")
-    failures, feedback, running = 0, [], {}
+    failures, writing, running = 0, [], {}
     queue = Queue([item for item in todo if not item[0].refused], seconds_so_far(course))
     in_flight = workers + 1 if own else len(todo)
 
@@ -154,19 +154,19 @@ def run(course, todo, *, limits, unsafe, jobs, executor, progress) -> list[Row]:
                     queue.measured(sub.lab, outcome.seconds)
                     row = recorder.record(sub, digest=digest, data=data, outcome=outcome)
                     rows.append(row)
-                    if own and row.graded:
-                        feedback.append(
+                    if feedback and own and row.graded:
+                        writing.append(
                             executor.submit(feedback_task, str(course), sub.student, sub.lab)
                         )
                     failures += not row.graded
                     bar.set_postfix(not_graded=failures)
                     bar.update()
                 submit()
-        concurrent.futures.wait(feedback)
+        concurrent.futures.wait(writing)
     finally:
         bar.close()
         if own:
             executor.shutdown(cancel_futures=True)
-    # what no worker wrote (another executor, a failure, a run stopped before)
-    generate_feedback(course, layout.lab_names(course), missing_only=True)
+    if feedback:  # what no worker wrote (another executor, a failure, a run stopped before)
+        generate_feedback(course, layout.lab_names(course), missing_only=True)
     return rows
