@@ -142,8 +142,15 @@ def test_harness_sees_errors_markup_and_unevaluated_numbers(chromium, binder, tm
         ("markdown", "Not defined: {eval}`no_such_name`."),
         ("markdown", "See {numref}`fig-none` and :label: left."),
     )
+    # Run All sends every cell at once; ipykernel aborts the requests queued when a cell
+    # fails, but runs one that reaches it later (stop_on_error_timeout = 0), which a loaded
+    # machine makes happen: the failing cell waits until all are queued
     error = planted(
-        tmp_path, "error.ipynb", ("code", "x = 1"), ("code", "1 / 0"), ("code", "y = 2")
+        tmp_path,
+        "error.ipynb",
+        ("code", "x = 1"),
+        ("code", "import time\ntime.sleep(1.5)\n1 / 0"),
+        ("code", "y = 2"),
     )
     stub = planted(
         tmp_path,
