@@ -86,9 +86,13 @@ def pytest_collection_modifyitems(config, items):
 # the longest first; the order is all they change.
 SECONDS = {
     "book": 280,
+    # 148 s of pages, and at the start the wait for its environment, built beside the setup
+    # (tasks.py). Ahead of the grading groups on purpose: started alongside the two book
+    # builds, a grading test saw a sandbox not answer within 5 s of its interrupt (a run of
+    # 2026-11-24: the loops plant scored 0, the sleeper stopped for the wrong reason)
+    "binder": 190,
     "tests/test_grading.py": 165,
     "tests/test_null_answers.py": 160,  # 221 before it graded without feedback files
-    "binder": 150,  # the environment built beside the setup (tasks.py): JupyterLab's pages
     "tests/test_dask_cli.py": 35,
     "tests/test_perceptron.py": 38,
     "tests/test_intake.py": 31,
