@@ -49,6 +49,20 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def need_chromium():
+    """Skip a test that needs Chromium where it is not installed; in CI, which installs it
+    (.ci/run), fail instead."""
+    import os
+
+    import browser
+    import pytest
+
+    if browser.find_chromium() is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing: .ci/run installs it (apt-get install chromium)")
+        pytest.skip("Chromium is not installed (apt-get install chromium); CI runs these tests")
+
+
 def need_sandbox():
     """Skip a test that needs the grading sandbox where bubblewrap cannot run it; in CI,
     which must provide it, fail instead."""

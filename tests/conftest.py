@@ -6,7 +6,7 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 import vendor_assets  # noqa: E402  (tools/, pytest's pythonpath, pyproject.toml)
-from _helpers import STAND_IN_REPOSITORY, sandbox_lock  # noqa: E402
+from _helpers import STAND_IN_REPOSITORY, need_chromium, sandbox_lock  # noqa: E402
 
 import tasks  # noqa: E402
 
@@ -25,6 +25,16 @@ def built_books(tmp_path_factory):
         # raises CalledProcessError on any warning (-W) of either build
         list(pool.map(tasks.build_book, roots, [STAND_IN_REPOSITORY, None]))
     return roots
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """One Playwright Chromium (tools/browser.py) for a module's pages."""
+    import browser
+
+    need_chromium()
+    with browser.playwright_chromium() as launched:
+        yield launched
 
 
 @pytest.fixture(autouse=True)

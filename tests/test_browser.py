@@ -55,17 +55,6 @@ class Dom:
 
 
 @pytest.fixture(scope="module")
-def chromium():
-    """One Playwright Chromium for the module's pages (tools/browser.py)."""
-    if browser.find_chromium() is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing: .ci/run installs it (apt-get install chromium)")
-        pytest.skip("Chromium is not installed (apt-get install chromium); CI runs these tests")
-    with browser.playwright_chromium() as launched:
-        yield launched
-
-
-@pytest.fixture(scope="module")
 def site(built_books, chromium):
     """Every page of the first build (Binder buttons for the stand-in repository) as loaded
     by Chromium for a reader who prefers the light colour scheme, once its math is typeset

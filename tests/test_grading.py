@@ -22,7 +22,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _helpers import ROOT, answered, decode, encode, free_port, need_sandbox, sandbox_lock
+from _helpers import (
+    ROOT,
+    answered,
+    decode,
+    encode,
+    free_port,
+    need_chromium,
+    need_sandbox,
+    sandbox_lock,
+)
 from labtools import course as courses
 from labtools import (
     export,
@@ -884,12 +893,8 @@ def test_manual_grading_in_formgrader_reaches_the_export_and_the_feedback(tmp_pa
     """As an instructor would: grade, open a submission in formgrader (Chromium), enter a
     score and a comment for the written answer, then export and regenerate feedback."""
     need_sandbox()
+    need_chromium()
     import browser
-
-    if browser.find_chromium() is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI must install Chromium (apt-get install chromium)")
-        pytest.skip("Chromium is not installed")
     from labtools import formgrader
     from nbgrader.api import Gradebook
 

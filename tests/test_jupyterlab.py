@@ -9,11 +9,9 @@ fail in CI and are skipped elsewhere, like tests/test_browser.py.
 """
 
 import json
-import os
 import re
 
 import binder_env  # tools/ (pytest's pythonpath)
-import browser
 import jupyterlab
 import pytest
 import setup_cell
@@ -53,16 +51,6 @@ def binder():
     env = binder_env.build()
     print("\n" + env.report())
     return env
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    if browser.find_chromium() is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing: .ci/run installs it (apt-get install chromium)")
-        pytest.skip("Chromium is not installed (apt-get install chromium); CI runs these tests")
-    with browser.playwright_chromium() as chromium:
-        yield chromium
 
 
 @pytest.fixture(scope="module")
