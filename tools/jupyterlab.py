@@ -189,13 +189,6 @@ _CELLS = """() => {
     });
 }"""
 
-_IDLE = """() => {
-    const panel = window.jupyterapp?.shell.currentWidget;
-    const kernel = panel?.sessionContext?.session?.kernel;
-    return kernel?.status === 'idle' && panel.content.widgets.every(
-        c => c.model.type !== 'code' || c.model.executionState !== 'running');
-}"""
-
 
 @dataclass
 class Seen:
@@ -302,17 +295,18 @@ def run_all(page) -> None:
     page.locator("li.lm-Menu-item[data-command='runmenu:run-all']").click()
 
 
-#: true once `_IDLE` has held for `settle` ms in a row (polled in the page, not from here)
-_SETTLED = (
-    "settle => {\n    const idle = ("
-    + _IDLE
-    + """)();
+#: true once the current notebook's kernel is idle and no cell runs, for `settle` ms in a
+#: row (polled in the page, not from here)
+_SETTLED = """settle => {
+    const panel = window.jupyterapp?.shell.currentWidget;
+    const kernel = panel?.sessionContext?.session?.kernel;
+    const idle = kernel?.status === 'idle' && panel.content.widgets.every(
+        c => c.model.type !== 'code' || c.model.executionState !== 'running');
     const now = performance.now();
     if (!idle) { window.__idleSince = null; return false; }
     window.__idleSince ??= now;
     return now - window.__idleSince >= settle;
 }"""
-)
 
 
 def wait_idle(page, timeout: float = 240, settle: float = 1.0) -> None:
