@@ -554,6 +554,21 @@ def leftover_processes():
     return found
 
 
+KEYRING_SECRET = b"hunter2-instructor-token"
+
+
+def keep_secret_in_session_keyring() -> None:
+    """A fresh session keyring for this test process (and the graders it starts), holding
+    a secret, as a login keeps Kerberos tickets or tokens there; the sandbox must not read
+    it (the plant keyprobe, and no file of the course folder holds it)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.syscall(250, 1, b"perceptrons-tests") >= 0  # KEYCTL_JOIN_SESSION_KEYRING
+    key = libc.syscall(248, b"user", b"grader-token", KEYRING_SECRET, len(KEYRING_SECRET), -3)
+    assert key >= 0, ctypes.get_errno()  # add_key(user, ..., KEY_SPEC_SESSION_KEYRING)
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """Every planted submission graded once into one course folder."""
@@ -563,6 +578,7 @@ def graded(tmp_path_factory):
     others.mkdir()
     (others / "secret.txt").write_text("another course's gradebook")
     listener = socket.create_server(("127.0.0.1", 0))  # a service the sandbox must not reach
+    keep_secret_in_session_keyring()  # as a login's pam_keyinit and a token tool would
     expected = plant(submissions / "submitted", others, course, listener.getsockname()[1])
     before = snapshot(ROOT / "labs", ROOT / "src", submissions, others)
     start = time.monotonic()

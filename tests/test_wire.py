@@ -168,7 +168,11 @@ def test_framing_has_one_home():
         (["notebook_seconds=abc"], "not a number"),
         (["nope=1"], "NAME one of cell_seconds"),
         (["message"], "NAME=VALUE"),
-        (["keys=0"], "must be a positive number"),
+        (["keys=0"], "must be a positive, finite number"),
+        # "no limit" is not a limit: an infinite wait overflowed the pipe's timer and failed
+        # every notebook (round-4 red team, finding 6)
+        (["notebook_seconds=inf"], "must be a positive, finite number"),
+        (["cell_seconds=nan"], "must be a positive, finite number"),
     ],
 )
 def test_limits_on_the_command_line_are_checked(given, says):

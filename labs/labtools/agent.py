@@ -13,7 +13,8 @@ framing and the grader's parser of the answers: :mod:`labtools.wire`):
   changes its input can be caught); the package functions named in ``forbid`` raise
   RuntimeError while it runs ("write it yourself"), and the names in ``reference`` are the
   instructor's versions (charged once: a later exercise is not failed by an earlier one's
-  bug).
+  bug). The instructor's code stays with the grader: here such a name is a stand-in
+  whose every call goes to the grader as a callback (plain data out, plain data back).
 
 Nothing here is trusted: the student's code runs in this process and may change any of
 it. The grader reads only plain data from it, checks every message, and computes every
@@ -77,6 +78,29 @@ def forbidding(names: list[str]):
             func.__code__ = code
 
 
+def _reference(name: str):
+    """The stand-in for the instructor's ``name``: a callback to the grader per call."""
+
+    def instructor_version(*args, **kwargs):
+        sent = wire.to_plain(list(args)), wire.to_plain(dict(kwargs))
+        send(wire.Answer(id=CURRENT["id"], callback=(name, *sent)))
+        payload = receive()
+        if payload is None:
+            os._exit(0)
+        _, reply = wire.decode_request(payload)
+        if not isinstance(reply, wire.Reply):
+            raise RuntimeError(f"the grader did not answer the call of {name}")
+        if reply.raised is not None:
+            raise RuntimeError(f"{name} (the instructor's version) raised {reply.raised}")
+        return wire.from_plain(reply.value)
+
+    instructor_version.__name__ = instructor_version.__qualname__ = name
+    return instructor_version
+
+
+CURRENT = {"id": None}  # the nonce of the request being answered (a callback carries it)
+
+
 def valued(value) -> wire.Answer:
     """An answer that carries ``value`` as plain data (its JSON-ready form), or says why
     it cannot."""
@@ -116,19 +140,17 @@ class Agent:
         return valued(value)
 
     @contextlib.contextmanager
-    def references(self, sources: dict[str, str]):
-        """While inside, the names in ``sources`` are the instructor's versions (their code,
-        run here), so a student's later function is not charged for an earlier one's bug."""
+    def references(self, names: list[str]):
+        """While inside, the names in ``names`` are the instructor's versions: stand-ins
+        that ask the grader, which runs the instructor's code on its side and replies."""
         namespace = self.shell.user_ns
-        saved = {name: namespace[name] for name in sources if name in namespace}
+        saved = {name: namespace[name] for name in names if name in namespace}
         try:
-            for name, source in sources.items():
-                scratch = dict(namespace)
-                exec(compile(source, f"<reference {name}>", "exec"), scratch)
-                namespace[name] = scratch[name]
+            for name in names:
+                namespace[name] = _reference(name)
             yield
         finally:
-            for name in sources:
+            for name in names:
                 namespace.pop(name, None)
             namespace.update(saved)
 
@@ -185,7 +207,10 @@ def main() -> None:
         nonce = None
         try:
             nonce, request = wire.decode_request(payload)
+            CURRENT["id"] = nonce
             handle = {wire.Run: agent.run, wire.Get: agent.get, wire.Call: agent.call}
+            if type(request) not in handle:
+                raise wire.BadRequest(f"a {request.op} outside a call", nonce)
             answer = handle[type(request)](request)
         except wire.BadRequest as error:
             nonce, answer = error.id, wire.Answer(error=str(error))

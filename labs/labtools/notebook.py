@@ -134,6 +134,19 @@ def solutions(source_nb: dict) -> dict[str, str]:
     return found
 
 
+def defined_functions(source_nb: dict) -> set[str]:
+    """The names the instructor's solution cells define as functions (``def``)."""
+    found = set()
+    for cell in source_nb["cells"]:
+        if cell["cell_type"] == "code" and is_answer(cell):
+            try:
+                tree = ast.parse(text(cell))
+            except SyntaxError:
+                continue
+            found |= {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    return found
+
+
 def plan(source_nb: dict, student_nb: dict) -> tuple[list[Cell], list[str]]:
     """The cells to grade, in the source's order, and notes for the instructor."""
     source_cells = source_nb["cells"]

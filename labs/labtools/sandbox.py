@@ -17,7 +17,11 @@ to it through two pipes. What the sandbox gives the student's code:
   size. The lab sources, the submissions, the course folder and every other file are not
   there;
 - limits (:class:`Limits`): address space per process, processes, CPU seconds, file size,
-  open files, output, wall-clock time per request and for the whole notebook.
+  open files, output, wall-clock time per request and for the whole notebook;
+- a fresh, empty session keyring (the grader's keys stay out of reach) and a seccomp
+  filter (:func:`seccomp_filter`) that refuses the system calls Docker's default profile
+  refuses: the kernel keyring, ptrace and other processes' memory, new namespaces, mounts,
+  kernel modules, BPF, perf events, io_uring, clocks and the like.
 
 What comes back is read by :func:`labtools.wire.read_frame` and parsed by
 :func:`labtools.wire.decode_answer` alone, within the limits of the grader's side.
@@ -27,7 +31,9 @@ What comes back is read by :func:`labtools.wire.read_frame` and parsed by
 
 from __future__ import annotations
 
+import ctypes
 import json
+import math
 import os
 import shutil
 import signal
@@ -39,7 +45,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from labtools import wire
+from labtools import seccomp, wire
 
 NOBODY = 65534
 FIRST_UID = 1_000_000
@@ -76,8 +82,10 @@ class Limits:
 
     def __post_init__(self):
         for name, value in vars(self).items():
-            if type(value) not in (int, float) or not value > 0:
-                raise ValueError(f"the limit `{name}` must be a positive number; got {value!r}")
+            if type(value) not in (int, float) or not value > 0 or not math.isfinite(value):
+                raise ValueError(
+                    f"the limit `{name}` must be a positive, finite number; got {value!r}"
+                )
 
     def budget(self) -> wire.Budget:
         """What one answer may cost the grader (:func:`labtools.wire.decode_answer`)."""
@@ -99,6 +107,10 @@ def available() -> str | None:
     """None when bubblewrap can start a sandbox here; otherwise what is missing."""
     if shutil.which("bwrap") is None:
         return "bubblewrap (`bwrap`, Debian package bubblewrap) is not installed"
+    try:
+        seccomp.program()
+    except seccomp.Unsupported as err:
+        return str(err)
     probe = subprocess.run(_bwrap_prefix() + ["--ro-bind", "/", "/", "true"], capture_output=True)
     if probe.returncode != 0:
         reason = probe.stderr.decode(errors="replace").strip()
@@ -179,7 +191,7 @@ def command(limits: Limits, mpl_cache: Path | None = None) -> list[str]:
     argv += ["--clearenv"]
     for key, value in env.items():
         argv += ["--setenv", key, value]
-    argv += ["--info-fd", "5"]
+    argv += ["--info-fd", "5", "--seccomp", "6"]
     if os.geteuid() == 0:
         uid = sandbox_uid()
         argv += ["/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
@@ -205,16 +217,36 @@ def _processes_of(uid: int) -> int:
     return count
 
 
-def _child_setup(limits: Limits, fds: tuple[int, int, int]):
-    """Runs in the new process before bubblewrap starts: limits, and the pipes at 3, 4, 5."""
+KEYCTL_JOIN_SESSION_KEYRING = 1
+SYS_KEYCTL = {"x86_64": 250}
+
+
+def _filter_fd() -> int:
+    """A file descriptor that holds the seccomp filter, read from its start by bwrap."""
+    fd = os.memfd_create("labtools-seccomp", 0)
+    os.write(fd, seccomp.program())
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _child_setup(limits: Limits, fds: tuple[int, ...]):
+    """Runs in the new process before bubblewrap starts: a fresh, empty session keyring,
+    limits, and the pipes (and the seccomp filter) at 3, 4, 5 (and 6)."""
     processes = _processes_of(sandbox_uid()) + limits.processes
+    libc = ctypes.CDLL(None, use_errno=True)
+    keyctl = SYS_KEYCTL.get(os.uname().machine)
 
     def setup():
         import fcntl
         import resource
 
+        # an anonymous session keyring of its own, so the grader's keys are not its to find;
+        # where keyrings are refused to the grader too (a container), there are none to find,
+        # and the seccomp filter refuses keyctl inside the sandbox in any case
+        if keyctl is not None:
+            libc.syscall(keyctl, KEYCTL_JOIN_SESSION_KEYRING, None)
         high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in fds]
-        for target, fd in zip((3, 4, 5), high, strict=True):
+        for target, fd in zip((3, 4, 5, 6), high, strict=False):
             os.dup2(fd, target)
         for kind, value in (
             (resource.RLIMIT_AS, limits.memory),
@@ -246,21 +278,23 @@ class Sandbox:
         requests_r, self._requests = os.pipe()
         self._answers, answers_w = os.pipe()
         info_r, info_w = os.pipe()
+        fds = [requests_r, answers_w, info_w]
         if self.unsafe:
             argv, env = unsafe_command()
         else:
             argv, env = command(self.limits, self.mpl_cache), {}
+            fds.append(_filter_fd())
         self.process = subprocess.Popen(
             argv,
             env=env or None,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            pass_fds=(3, 4, 5),
-            preexec_fn=_child_setup(self.limits, (requests_r, answers_w, info_w)),
+            pass_fds=tuple(range(3, 3 + len(fds))),
+            preexec_fn=_child_setup(self.limits, tuple(fds)),
             start_new_session=True,
         )
-        for fd in (requests_r, answers_w, info_w):
+        for fd in fds:
             os.close(fd)
         self.agent_pid = self.process.pid
         self._pidfd = None
@@ -323,10 +357,21 @@ class Sandbox:
             os.close(self._pidfd)
             self._pidfd = None
 
-    def request(self, message: wire.Request, seconds: float | None = None) -> wire.Answer:
+    def request(
+        self,
+        message: wire.Request,
+        seconds: float | None = None,
+        callback=None,
+    ) -> wire.Answer:
         """Send one request (:class:`~labtools.wire.Run`, :class:`~labtools.wire.Get` or
         :class:`~labtools.wire.Call`) and return the agent's answer, parsed by
         :func:`labtools.wire.decode_answer` and checked to belong to the request.
+
+        During a :class:`~labtools.wire.Call`, the student's code may call the instructor's
+        versions of the names in its ``reference``: each such call comes as a callback,
+        which ``callback(name, args, kwargs)`` answers here with a
+        :class:`~labtools.wire.Reply` (the time it takes counts in the request's time); a
+        callback for any other name stops the sandbox.
 
         A request that runs longer than ``seconds`` (default: the cell limit), or past the
         notebook's time limit, is interrupted (KeyboardInterrupt in the student's code); if
@@ -344,39 +389,53 @@ class Sandbox:
         if self.stopped is not None:
             raise SandboxError(self.stopped)
         nonce = uuid.uuid4().hex
-        try:
-            wire.write_frame(self._requests, wire.encode_request(message, nonce))
-        except OSError:
-            self.stop("the notebook's process ended")
-            raise SandboxError(self.stopped) from None
+        self._send(wire.encode_request(message, nonce))
+        offered = set(message.reference) if isinstance(message, wire.Call) else set()
         seconds = min(limits.cell_seconds if seconds is None else seconds, left)
+        deadline = time.monotonic() + seconds
         interrupted = False
-        try:
-            if not wire.wait_readable(self._answers, time.monotonic() + seconds):
-                os.kill(self.agent_pid, signal.SIGINT)  # KeyboardInterrupt, as Jupyter does
-                interrupted = True
-                if not wire.wait_readable(self._answers, time.monotonic() + 5):
+        while True:
+            try:
+                if not interrupted and not wire.wait_readable(self._answers, deadline):
+                    os.kill(self.agent_pid, signal.SIGINT)  # KeyboardInterrupt, as Jupyter does
+                    interrupted = True
+                if interrupted and not wire.wait_readable(self._answers, time.monotonic() + 5):
                     raise TimeoutError
-            raw = wire.read_frame(self._answers, limits.message, time.monotonic() + 30)
-            if raw is None:
-                raise EOFError
-            answer = wire.decode_answer(raw, limits.budget())
-        except TimeoutError:
-            self.stop(f"a cell or call ran longer than {seconds:g} s and could not be interrupted")
-            raise SandboxError(self.stopped) from None
-        except (EOFError, OSError):
-            time.sleep(0.05)  # let the output reader record a flood first
-            self.stop("the notebook's process ended")
-            raise SandboxError(self.stopped) from None
-        except wire.FrameTooLarge:
-            self.stop(f"it sent an answer larger than the limit (message = {limits.message} bytes)")
-            raise SandboxError(self.stopped) from None
-        except wire.NotPlainData as err:
-            self.stop(f"it sent an answer the grader refused: {err}")
-            raise SandboxError(self.stopped) from None
-        if answer.id != nonce:
-            self.stop("it wrote something that is not an answer to the grader's channel")
-            raise SandboxError(self.stopped)
+                raw = wire.read_frame(self._answers, limits.message, time.monotonic() + 30)
+                if raw is None:
+                    raise EOFError
+                answer = wire.decode_answer(raw, limits.budget())
+            except TimeoutError:
+                self.stop(
+                    f"a cell or call ran longer than {seconds:g} s and could not be interrupted"
+                )
+                raise SandboxError(self.stopped) from None
+            except (EOFError, OSError):
+                time.sleep(0.05)  # let the output reader record a flood first
+                self.stop("the notebook's process ended")
+                raise SandboxError(self.stopped) from None
+            except wire.FrameTooLarge:
+                self.stop(
+                    f"it sent an answer larger than the limit (message = {limits.message} bytes)"
+                )
+                raise SandboxError(self.stopped) from None
+            except wire.NotPlainData as err:
+                self.stop(f"it sent an answer the grader refused: {err}")
+                raise SandboxError(self.stopped) from None
+            if answer.id != nonce:
+                self.stop("it wrote something that is not an answer to the grader's channel")
+                raise SandboxError(self.stopped)
+            if answer.callback is None:
+                break
+            name, args, kwargs = answer.callback
+            if name not in offered or callback is None:
+                self.stop(f"it called {name!r}, which the grader did not offer")
+                raise SandboxError(self.stopped)
+            if interrupted:  # past its time: no more of the grader's work for it
+                reply = wire.Reply(raised="KeyboardInterrupt: the call ran out of time")
+            else:
+                reply = callback(name, args, kwargs)
+            self._send(wire.encode_request(reply, nonce))
         if interrupted:
             cause = (
                 f"the notebook's time limit (notebook_seconds = {limits.notebook_seconds:g} s)"
@@ -385,3 +444,10 @@ class Sandbox:
             )
             answer.interrupted = f"it ran longer than {seconds:g} s and was interrupted at {cause}"
         return answer
+
+    def _send(self, payload: bytes) -> None:
+        try:
+            wire.write_frame(self._requests, payload)
+        except OSError:
+            self.stop("the notebook's process ended")
+            raise SandboxError(self.stopped) from None

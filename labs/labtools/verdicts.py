@@ -70,22 +70,35 @@ def _changed_argument(sent, returned) -> str | None:
 
 
 class StudentFunction:
-    """The student's function, called in the sandbox with plain data only."""
+    """The student's function, called in the sandbox with plain data only. While it runs,
+    the names in ``references`` ({name: the instructor's function, on this side}) stand
+    for the instructor's versions: their calls come back here as callbacks."""
 
-    def __init__(self, box: Sandbox, name: str, forbid: list[str], reference: dict):
-        self.box, self.name, self.forbid, self.reference = box, name, forbid, reference
+    def __init__(self, box: Sandbox, name: str, forbid: list[str], references: dict):
+        self.box, self.name, self.forbid, self.references = box, name, forbid, references
 
     def __repr__(self) -> str:
         return f"<student function {self.name}>"
+
+    def _callback(self, name: str, args: list, kwargs: dict) -> wire.Reply:
+        """One call of the instructor's ``name`` made by the student's code: run here, on
+        plain data, and its value sent back as plain data."""
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                value = self.references[name](*args, **kwargs)
+            return wire.Reply(value=wire.to_plain(value))
+        except Exception as err:  # noqa: BLE001 - the student's arguments made it fail
+            return wire.Reply(raised=f"{type(err).__name__}: {str(err)[:500]}")
 
     def __call__(self, *args, **kwargs):
         try:
             sent = wire.to_plain([list(args), kwargs])
         except wire.NotPlainData as err:  # the test itself passes something else
             raise TypeError(f"cannot send {err} to the student's {self.name}") from None
-        request = wire.Call(self.name, sent[0], sent[1], self.forbid, self.reference)
+        request = wire.Call(self.name, sent[0], sent[1], self.forbid, sorted(self.references))
         try:
-            answer = self.box.request(request)
+            answer = self.box.request(request, callback=self._callback)
         except SandboxError as err:
             raise StudentCodeError(f"{self.name} could not be called: {err}") from None
         for category, message in answer.warnings:
@@ -114,7 +127,7 @@ class StudentFunction:
         return answer.value
 
 
-def fetch(box: Sandbox, name: str, forbid: list[str], reference: dict | None = None):
+def fetch(box: Sandbox, name: str, forbid: list[str], references: dict | None = None):
     """The student's ``name`` as the grader may use it (see the module's docstring)."""
     try:
         answer = box.request(wire.Get(name))
@@ -125,7 +138,7 @@ def fetch(box: Sandbox, name: str, forbid: list[str], reference: dict | None = N
             name, "is not defined: did the cell that defines it run without an error?"
         )
     if answer.function:
-        return StudentFunction(box, name, forbid, reference or {})
+        return StudentFunction(box, name, forbid, references or {})
     if answer.refused is not None:
         return Unavailable(
             name, f"is {answer.refused}, not plain data ({PLAIN}): counted as a wrong answer"
@@ -133,6 +146,18 @@ def fetch(box: Sandbox, name: str, forbid: list[str], reference: dict | None = N
     if not answer.has_value:
         return Unavailable(name, "was sent without a value: counted as a wrong answer")
     return answer.value
+
+
+def instructor_versions(names, solutions: dict[str, str], ours: dict) -> dict:
+    """The instructor's ``names``, defined on the grader's side: each one's solution cell
+    run in a copy of the grader's namespace (the locked cells' imports and data)."""
+    found = {}
+    for name in names:
+        if name in solutions:
+            scratch = dict(ours)
+            exec(compile(solutions[name], f"<the instructor's {name}>", "exec"), scratch)
+            found[name] = scratch[name]
+    return found
 
 
 @contextlib.contextmanager
@@ -219,6 +244,7 @@ def evaluate(
     cells, notes = notebook.plan(source_nb, student_nb)
     names = notebook.declared(source_nb)
     instructor = notebook.solutions(source_nb)
+    functions = notebook.defined_functions(source_nb)
     ours: dict = {"__name__": "__main__"}
     graded = []
     budget = OutputBudget(limits.cell_output, limits.notebook_output)
@@ -232,9 +258,15 @@ def evaluate(
             label = f"cell {cell.grade_id or '(no id)'}"
             if cell.role in ("locked", "test"):
                 needed = sorted(notebook.used_names(cell.source) & names.keys())
-                reference = {n: instructor[n] for n in cell.reference if n in instructor}
+                if cell.role == "locked":  # the grader's data never comes from a student's
+                    # function: a locked cell calls the instructor's (values stay the
+                    # student's: they are the answers a later test may grade)
+                    mine = instructor_versions(set(needed) & functions, instructor, ours)
+                    ours.update(mine)
+                    needed = [n for n in needed if n not in mine]
+                references = instructor_versions(cell.reference, instructor, ours)
                 for name in needed:
-                    ours[name] = fetch(box, name, names[name], reference)
+                    ours[name] = fetch(box, name, names[name], references)
                 missing = [ours[n] for n in needed if isinstance(ours[n], Unavailable)]
                 left = box.deadline - time.monotonic()
                 out = io.StringIO()

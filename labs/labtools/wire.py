@@ -23,7 +23,9 @@ The protocol, each message a dataclass:
 - the grader's requests to the agent: :class:`Run` (a cell), :class:`Get` (a name's
   value), :class:`Call` (a student's function), sent by :func:`encode_request` and read by
   :func:`decode_request`; the agent's answer to each: :class:`Answer`, sent by
-  :func:`encode_answer` and read by :func:`decode_answer`;
+  :func:`encode_answer` and read by :func:`decode_answer`; during a call, an answer may be
+  a callback (the student's code called one of the instructor's functions, which stay on
+  the grader's side), which the grader answers with a :class:`Reply`;
 - a grading worker's job and what it gives back: :class:`Task` (one notebook) and
   :class:`Outcome`;
 - a notebook's row in the course folder: :class:`Row`, with its :class:`Status`.
@@ -343,18 +345,31 @@ class Get:
 class Call:
     """Call the student's function ``name`` with plain-data arguments (their JSON-ready
     form); the package functions in ``forbid`` raise while it runs ("write it yourself"),
-    and the names in ``reference`` are the instructor's versions (their source code)."""
+    and the names in ``reference`` stand for the instructor's versions: calling one sends
+    the grader a callback (an :class:`Answer` whose ``callback`` is set), which the grader
+    answers with a :class:`Reply` computed on its side. The instructor's code never
+    enters the sandbox, only the names."""
 
     name: str
     args: list
     kwargs: dict
     forbid: list[str] = field(default_factory=list)
-    reference: dict[str, str] = field(default_factory=dict)
+    reference: list[str] = field(default_factory=list)
     op: ClassVar[str] = "call"
 
 
-Request = Run | Get | Call
-REQUESTS: dict[str, type] = {kind.op: kind for kind in (Run, Get, Call)}
+@dataclass(frozen=True)
+class Reply:
+    """The grader's answer to a callback: the instructor's function's value (JSON-ready),
+    or what it raised."""
+
+    value: object = None
+    raised: str | None = None
+    op: ClassVar[str] = "reply"
+
+
+Request = Run | Get | Call | Reply
+REQUESTS: dict[str, type] = {kind.op: kind for kind in (Run, Get, Call, Reply)}
 
 
 def encode_request(request: Request, id: str) -> bytes:
@@ -410,6 +425,9 @@ class Answer:
     args_plain: object = None
     warnings: list = field(default_factory=list)  # [(category, message)], at most 20
     interrupted: str | None = None  # set by the sandbox when it interrupted the request
+    # a call of a reference function (Call.reference), to be answered with a Reply:
+    # (name, args, kwargs), decoded like a value on the grader's side
+    callback: tuple | None = None
 
 
 _TEXTS = ("stdout", "stderr", "error", "refused", "raised")
@@ -432,6 +450,8 @@ def encode_answer(answer: Answer) -> bytes:
         data["args"] = answer.args_plain
     if answer.warnings:
         data["warnings"] = [list(pair) for pair in answer.warnings]
+    if answer.callback is not None:
+        data["callback"] = list(answer.callback)
     return json.dumps(data, allow_nan=False).encode()
 
 
@@ -451,7 +471,7 @@ def decode_answer(raw: bytes, budget: Budget) -> Answer:
     data = _parse(raw, budget)
     if type(data) is not dict:
         raise NotPlainData("an answer that is not an object")
-    known = {"id", "value", "args", "missing", "function", "warnings", *_TEXTS}
+    known = {"id", "value", "args", "missing", "function", "warnings", "callback", *_TEXTS}
     if not set(data) <= known:
         raise NotPlainData(f"an answer with unknown fields {sorted(set(data) - known)[:5]}")
     answer = Answer()
@@ -481,6 +501,16 @@ def decode_answer(raw: bytes, budget: Budget) -> Answer:
             answer.args_plain = data["args"]
         except NotPlainData:
             answer.args_plain = None  # counted as changed arguments
+    if "callback" in data:
+        call = data["callback"]
+        if type(call) is not list or len(call) != 3 or type(call[0]) is not str:
+            raise NotPlainData("a malformed callback")
+        args, kwargs = decoder.value(call[1]), decoder.value(call[2])
+        if type(args) is not list or type(kwargs) is not dict:
+            raise NotPlainData("a malformed callback")
+        if not all(type(key) is str for key in kwargs):
+            raise NotPlainData("a callback whose keyword names are not text")
+        answer.callback = (call[0][:200], args, kwargs)
     warnings = data.get("warnings") or []
     if type(warnings) is not list or len(warnings) > 20:
         raise NotPlainData("an answer with malformed warnings")
