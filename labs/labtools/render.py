@@ -53,7 +53,7 @@ def autograded_notebook(source_nb: dict, result: dict) -> dict:
         if entry["role"] == "text":  # the lab's own text
             cells.append(nbformat.v4.new_markdown_cell(entry["source"], metadata=meta))
         elif entry["role"] == "written":  # the student's: rendered and cleaned
-            source = written_html(entry["source"])
+            source = entry["html"] if "html" in entry else written_html(entry["source"])
             cells.append(nbformat.v4.new_markdown_cell(source, metadata=meta))
         else:
             cell = nbformat.v4.new_code_cell(entry["source"], metadata=meta)

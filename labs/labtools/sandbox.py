@@ -79,6 +79,10 @@ class Limits:
     decode_seconds: float = 10.0  # to decode one answer
     cell_output: int = 20_000  # characters of output kept per cell (and per message)
     notebook_output: int = 200_000  # characters of output kept for the whole notebook
+    cell_source: int = 100_000  # characters of a student's cell kept in the graded notebook
+    notebook_source: int = 500_000  # characters of the student's cells kept in all
+    grader_memory: int = 4 * 2**30  # address space of the grader's side of one notebook
+    grader_seconds: float = 15.0  # its time past notebook_seconds (start-up, tests, render)
 
     def __post_init__(self):
         for name, value in vars(self).items():

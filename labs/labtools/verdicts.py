@@ -224,6 +224,49 @@ class OutputBudget:
         }
 
 
+class SourceBudget:
+    """What the graded notebook keeps of the student's own cells: each to ``per_cell``
+    characters, all together to ``total``; an added cell past the total is left out of
+    the graded notebook (it still ran). The feedback and formgrader's pages render the
+    graded notebook, so neither grows with what a submission holds."""
+
+    def __init__(self, per_cell: int, total: int):
+        self.per_cell, self.left = per_cell, total
+        self.cut, self.left_out = 0, 0
+
+    def take(self, text: str) -> str:
+        if len(text) > self.per_cell:
+            self.cut += 1
+            text = text[: self.per_cell] + "\n[... cut here: cell_source limit]"
+        self.left -= len(text)
+        return text
+
+    def keeps(self, cell: notebook.Cell) -> bool:
+        """Whether an added cell is kept in the graded notebook (the lab's cells always)."""
+        if cell.role == "extra" and self.left <= 0:
+            self.left_out += 1
+            return False
+        return True
+
+
+def kept(cell: notebook.Cell, sources: SourceBudget) -> dict:
+    """A cell as the graded notebook keeps it, before it runs: role, grade id, source (the
+    student's cut to the budget), metadata, no outputs; a written answer also as ``html``,
+    rendered and cleaned (:func:`labtools.render.written_html`)."""
+    from labtools import render
+
+    student = cell.role in ("answer", "written", "extra")
+    source = sources.take(cell.source) if student else cell.source
+    entry = {"role": cell.role, "grade_id": cell.grade_id, "source": source}
+    entry["metadata"] = cell.metadata
+    entry["outputs"] = []
+    if cell.role in ("test", "written"):
+        entry["points"] = cell.points
+    if cell.role == "written":
+        entry["html"] = render.written_html(source)
+    return entry
+
+
 def evaluate(
     source_nb: dict,
     student_nb: dict,
@@ -231,17 +274,24 @@ def evaluate(
     *,
     unsafe: bool = False,
     mpl_cache: Path | None = None,
+    report=None,
 ) -> dict:
     """Grade one notebook; returns plain data (see :func:`labtools.worker.grade_task`).
 
     ``cells``: for every cell of the plan, its role, grade id, source, outputs and, for
     tests, ``passed`` and ``score``; ``notes``: what the instructor should know; ``stopped``:
-    why the student's process stopped early, if it did.
+    why the student's process stopped early, if it did. ``report``, if given, is called
+    with ``{"plan": [...], "notes": [...]}`` before any cell runs and with
+    ``{"cell": index, "entry": ...}`` as each is graded (:mod:`labtools.judge`).
     """
     import matplotlib.pyplot as plt
 
+    report = report or (lambda _: None)
     started = time.monotonic()
     cells, notes = notebook.plan(source_nb, student_nb)
+    sources = SourceBudget(limits.cell_source, limits.notebook_source)
+    planned = [kept(cell, sources) if sources.keeps(cell) else None for cell in cells]
+    report({"plan": [entry for entry in planned if entry is not None], "notes": notes})
     names = notebook.declared(source_nb)
     instructor = notebook.solutions(source_nb)
     functions = notebook.defined_functions(source_nb)
@@ -251,10 +301,9 @@ def evaluate(
     interrupted = []
     with Sandbox(limits, unsafe=unsafe, mpl_cache=mpl_cache) as box, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for cell in cells:
-            entry = {"role": cell.role, "grade_id": cell.grade_id, "source": cell.source}
-            entry["metadata"] = cell.metadata
-            entry["outputs"] = []
+        for cell, entry in zip(cells, planned, strict=True):
+            shown = entry is not None  # else an added cell left out of the graded notebook
+            entry = entry if shown else {"outputs": []}
             label = f"cell {cell.grade_id or '(no id)'}"
             if cell.role in ("locked", "test"):
                 needed = sorted(notebook.used_names(cell.source) & names.keys())
@@ -310,9 +359,9 @@ def evaluate(
                             budget.stream(entry["outputs"], stream, getattr(answer, stream))
                     if answer.interrupted:
                         budget.stream(entry["outputs"], "stderr", answer.interrupted)
-            if cell.role == "written":
-                entry["points"] = cell.points
-            graded.append(entry)
+            if shown:
+                report({"cell": len(graded), "entry": entry})
+                graded.append(entry)
         stopped = box.stopped if box.stopped != "done" else None
         output = bytes(box.output[:4000]).decode(errors="replace")
     if interrupted:
@@ -325,6 +374,13 @@ def evaluate(
         notes.append(
             f"output cut, at least {budget.dropped} characters (cell_output = "
             f"{limits.cell_output}, notebook_output = {limits.notebook_output})"
+        )
+    if sources.cut or sources.left_out:
+        notes.append(
+            f"the graded notebook keeps part of the student's cells: {sources.cut} cut "
+            f"(cell_source = {limits.cell_source}), {sources.left_out} added cells left out "
+            f"(notebook_source = {limits.notebook_source}); they all ran; the submitted "
+            "notebook has them whole"
         )
     plt.close("all")
     return {

@@ -1,0 +1,264 @@
+"""The grader's side of one notebook, in a process of its own, under limits that a C call
+cannot outlive.
+
+Everything the grader does with what a student controls happens here: reading the
+submitted notebook, the lab's test cells and locked cells on the values that came out of
+the sandbox (:func:`labtools.verdicts.evaluate`), and rendering the written answers. A
+test can run long inside numpy or LAPACK on an answer's values, where no signal reaches
+it, and a notebook can be built to make its rendering slow; so none of it runs in the
+worker itself. :func:`judge` runs it in a fresh child process whose address space is
+limited (``RLIMIT_AS``: ``grader_memory``) and which the worker kills
+``grader_seconds`` after ``notebook_seconds``, counted from its start (both limits of
+:class:`labtools.sandbox.Limits`). The child
+reports each cell as it is graded, so a child that is killed or runs out of memory still
+leaves the verdicts it reached; the cells it did not reach score 0, with the reason.
+
+The children are forks of one server per worker process (``python -m labtools.judge``,
+started on first use), which imports numpy, matplotlib, IPython, nbformat and the
+renderer once: a child costs milliseconds instead of the seconds a fresh interpreter
+spends on imports. The server is started with :mod:`subprocess` (it works in a process of
+the local pool and in a dask worker's threads alike) and holds nothing of any student;
+each child handles one notebook and exits. The worker hands a child its end of a fresh
+socket pair (``SCM_RIGHTS``), so several threads of one worker may grade at once.
+
+Between the worker and a child, frames of JSON (:func:`labtools.wire.write_frame`):
+the child's pid; the :class:`~labtools.wire.Task`; then the child's reports: ``plan``
+(the cells, before any runs), ``cell`` (one cell graded), and ``done`` or ``unreadable``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+
+from labtools import wire
+
+FRAME = 256 * 2**20  # the largest report a child may send (its texts are capped before)
+PRELOAD = (
+    "numpy",
+    "matplotlib.pyplot",
+    "IPython",
+    "nbformat",
+    "bleach",
+    "nbconvert.filters.markdown",
+    "perceptrons",
+    "labtools.verdicts",
+    "labtools.render",
+)
+
+
+class _Server:
+    """``python -m labtools.judge``: forks one child per notebook (see the module)."""
+
+    def __init__(self):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        env = dict(os.environ, MPLBACKEND="Agg", PYTHONHASHSEED="0")
+        env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        labtools_parent = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join([labtools_parent, *sys.path[1:]])
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "labtools.judge"],
+            stdin=theirs,
+            stdout=subprocess.DEVNULL,
+            env=env,
+            close_fds=True,
+        )
+        theirs.close()
+        self.control = ours
+        self.lock = threading.Lock()
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        """Stop the server (it also ends by itself when this process does)."""
+        self.control.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def child(self) -> socket.socket:
+        """A connection to a new child of the server."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            with self.lock:
+                socket.send_fds(self.control, [b"f"], [theirs.fileno()])
+        finally:
+            theirs.close()
+        return ours
+
+
+_SERVER: list[_Server] = []
+_SERVER_LOCK = threading.Lock()
+
+
+def server() -> _Server:
+    """This process's server, started (again) if it is not running."""
+    with _SERVER_LOCK:
+        if not _SERVER or not _SERVER[0].alive():
+            _SERVER[:] = [_Server()]
+        return _SERVER[0]
+
+
+def _read(conn: socket.socket, deadline: float):
+    raw = wire.read_frame(conn.fileno(), FRAME, deadline)
+    if raw is None:
+        raise EOFError
+    return json.loads(raw)
+
+
+def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
+    """Grade ``task`` in a child under limits. Returns (plan, unreadable, reports): the
+    plan report (None if the child never planned), why the notebook is unreadable (or
+    None), and {"cells": {index: entry}, "done": the final report or None, "stopped": why
+    the child was stopped, or None, "seconds": the wall-clock time}."""
+    from labtools.sandbox import Limits
+
+    limits = Limits(**task.limits)
+    started = time.monotonic()
+    deadline = started + limits.notebook_seconds + limits.grader_seconds
+    conn = server().child()
+    pidfd = None
+    plan, unreadable = None, None
+    reports: dict = {"cells": {}, "done": None, "stopped": None, "failed": None}
+    try:
+        pid = _read(conn, time.monotonic() + 60)["pid"]
+        pidfd = os.pidfd_open(pid)
+        wire.write_frame(conn.fileno(), json.dumps(asdict(task)).encode())
+        while True:
+            report = _read(conn, deadline)
+            if "plan" in report:
+                plan = report
+            elif "cell" in report:
+                reports["cells"][report["cell"]] = report["entry"]
+            elif "unreadable" in report:
+                unreadable = report["unreadable"]
+                break
+            elif "failed" in report:
+                reports["failed"] = report["failed"]
+                break
+            elif "done" in report:
+                reports["done"] = report["done"]
+                break
+    except TimeoutError:
+        reports["stopped"] = (
+            "the grader's side of this notebook ran past its time limit "
+            f"(notebook_seconds = {limits.notebook_seconds:g} s "
+            f"+ grader_seconds = {limits.grader_seconds:g} s)"
+        )
+    except (EOFError, OSError, ValueError, KeyError):
+        reports["stopped"] = (
+            "the grader's side of this notebook ended early: it ran out of memory "
+            f"(grader_memory = {limits.grader_memory / 2**30:g} GiB) or failed"
+        )
+    finally:
+        if pidfd is not None:
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.close(pidfd)
+        conn.close()
+    reports["seconds"] = round(time.monotonic() - started, 3)
+    return plan, unreadable, reports
+
+
+# --- the server and its children (python -m labtools.judge) --------------------------------
+
+
+def _die_with_parent() -> None:
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _child(conn: socket.socket) -> None:
+    """One notebook: read the task, grade it, report as it goes (see the module)."""
+    fd = conn.fileno()
+
+    def send(report: dict) -> None:
+        wire.write_frame(fd, json.dumps(report).encode())
+
+    send({"pid": os.getpid()})
+    raw = wire.read_frame(fd, 2**31, time.monotonic() + 60)
+    if raw is None:
+        return
+    task = wire.Task(**json.loads(raw))
+    from labtools import verdicts
+    from labtools.sandbox import Limits
+    from labtools.worker import read_submission, worker_mpl_cache
+
+    limits = Limits(**task.limits)
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (limits.grader_memory, hard))
+    submitted, why = read_submission(task.notebook)
+    if submitted is None:
+        send({"unreadable": why})
+        return
+    try:
+        result = verdicts.evaluate(
+            task.source,
+            submitted,
+            limits,
+            unsafe=task.unsafe,
+            mpl_cache=worker_mpl_cache(task.mpl_cache),
+            report=send,
+        )
+    except Exception:  # noqa: BLE001 - the grader's own failure, reported on that row
+        send({"failed": traceback.format_exc()})
+        return
+    send({"done": {k: v for k, v in result.items() if k != "cells"}})
+
+
+def serve() -> None:
+    """The server: one fork per request on the control socket (standard input)."""
+    import importlib
+
+    _die_with_parent()
+    for name in PRELOAD:
+        importlib.import_module(name)
+    control = socket.socket(fileno=0)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 1, 1)
+        except OSError:
+            os._exit(0)
+        if not message:  # the worker has gone
+            os._exit(0)
+        if not fds:
+            continue
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                null = os.open(os.devnull, os.O_RDONLY)  # fd 0 taken again, not left free
+                os.dup2(null, 0)  # (the control socket was there; a pipe made at 0 would be
+                os.close(null)  # lost to a subprocess's stdin)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # its own subprocesses
+                _die_with_parent()
+                _child(socket.socket(fileno=fds[0]))
+            except BaseException:  # noqa: BLE001 - the worker sees the report stream end
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(fds[0])
+
+
+if __name__ == "__main__":
+    serve()
