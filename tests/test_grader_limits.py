@@ -238,7 +238,8 @@ def test_the_grader_side_is_killed_with_everything_it_started():
     """A child that is killed at its limit leaves no sandbox behind: bubblewrap dies with
     its parent, and the agent (pid 1 of its namespace) with everything it started."""
     source = tiny_lab("np.linalg.eigvalsh(np.ones((k, k))) if k > 10 else None\n")
-    nb = student(**{"ex1-code": "import subprocess\nsubprocess.Popen(['sleep', '4243'])\nk = 6000\n"})
+    sleeper = "import subprocess\nsubprocess.Popen(['sleep', '4243'])\nk = 6000\n"
+    nb = student(**{"ex1-code": sleeper})
     grade("tiny", nb, source, notebook_seconds=3, grader_seconds=1)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
