@@ -33,11 +33,12 @@ group together).
 import pytest
 
 SLOW_FIXTURES = {"built_books", "graded"}
-SLOW_MODULES = {"test_browser.py", "test_binder.py"}
+SLOW_MODULES = {"test_browser.py", "test_binder.py", "test_grader_limits.py"}
 BOOK_FIXTURES = {"built_books"}
 BOOK_MODULES = {"test_book.py", "test_browser.py"}
 BINDER_MODULES = {"test_binder.py", "test_jupyterlab.py"}
-SANDBOX_MODULES = {"test_grading.py", "test_null_answers.py", "test_dask_cli.py", "test_intake.py"}
+SANDBOX_MODULES = {"test_grading.py", "test_null_answers.py", "test_dask_cli.py", "test_intake.py",
+                   "test_grader_limits.py"}  # fmt: skip
 # tests of a grading module that start no sandbox (nbgrader only): beside the grading
 OWN_GROUP = {
     "tests/test_grading.py::test_student_versions_are_up_to_date": "release",
@@ -94,6 +95,7 @@ SECONDS = {
     "tests/test_grading.py": 165,
     "tests/test_null_answers.py": 160,  # 221 before it graded without feedback files
     "tests/test_dask_cli.py": 35,
+    "tests/test_grader_limits.py": 60,  # measured alone, 2026-11-27
     "tests/test_perceptron.py": 38,
     "tests/test_intake.py": 31,
     "release": 19,

@@ -15,7 +15,6 @@ import pytest
 from _helpers import ROOT, answered, need_sandbox, sandbox_lock
 from labtools import render, sandbox, verdicts, wire, worker
 
-pytestmark = pytest.mark.sandbox
 LABS = ROOT / "labs"
 
 
