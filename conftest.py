@@ -37,7 +37,13 @@ SLOW_MODULES = {"test_browser.py", "test_binder.py"}
 BOOK_FIXTURES = {"built_books"}
 BOOK_MODULES = {"test_book.py", "test_browser.py"}
 BINDER_MODULES = {"test_binder.py", "test_jupyterlab.py"}
-SANDBOX_MODULES = {"test_grading.py", "test_null_answers.py", "test_dask_cli.py", "test_intake.py"}
+SANDBOX_MODULES = {
+    "test_grading.py",
+    "test_null_answers.py",
+    "test_dask_cli.py",
+    "test_intake.py",
+    "test_instructor_runs.py",
+}
 # tests of a grading module that start no sandbox (nbgrader only): beside the grading
 OWN_GROUP = {
     "tests/test_grading.py::test_student_versions_are_up_to_date": "release",
@@ -96,6 +102,7 @@ SECONDS = {
     "tests/test_dask_cli.py": 35,
     "tests/test_perceptron.py": 38,
     "tests/test_intake.py": 31,
+    "tests/test_instructor_runs.py": 60,
     "release": 19,
     "tests/test_wire.py": 13,
 }
