@@ -33,12 +33,23 @@ group together).
 import pytest
 
 SLOW_FIXTURES = {"built_books", "graded"}
-SLOW_MODULES = {"test_browser.py", "test_binder.py", "test_grader_limits.py"}
+SLOW_MODULES = {
+    "test_browser.py",
+    "test_binder.py",
+    "test_grader_limits.py",
+    "test_instructor_runs.py",
+}
 BOOK_FIXTURES = {"built_books"}
 BOOK_MODULES = {"test_book.py", "test_browser.py"}
 BINDER_MODULES = {"test_binder.py", "test_jupyterlab.py"}
-SANDBOX_MODULES = {"test_grading.py", "test_null_answers.py", "test_dask_cli.py", "test_intake.py",
-                   "test_grader_limits.py"}  # fmt: skip
+SANDBOX_MODULES = {
+    "test_grading.py",
+    "test_null_answers.py",
+    "test_dask_cli.py",
+    "test_intake.py",
+    "test_instructor_runs.py",
+    "test_grader_limits.py",
+}
 # tests of a grading module that start no sandbox (nbgrader only): beside the grading
 OWN_GROUP = {
     "tests/test_grading.py::test_student_versions_are_up_to_date": "release",
@@ -98,6 +109,7 @@ SECONDS = {
     "tests/test_grader_limits.py": 60,  # measured alone, 2026-11-27
     "tests/test_perceptron.py": 38,
     "tests/test_intake.py": 31,
+    "tests/test_instructor_runs.py": 60,
     "release": 19,
     "tests/test_wire.py": 13,
 }

@@ -288,10 +288,36 @@ def binder_in_background() -> subprocess.Popen:
 
 
 def labtools(*args: str) -> None:
-    """Run ``python -m labtools ARGS`` (labs/labtools) in the instructor environment."""
+    """Run ``python -m labtools ARGS`` (labs/labtools) in the instructor environment, with
+    its bin folder on PATH (nbgrader runs alembic by name); SIGINT and SIGTERM sent to
+    this process go on to it (`kill PID` stops the grading, not just tasks.py), and this
+    process waits for it to end."""
     setup("requirements-instructor.txt")
     python_path = os.pathsep.join(filter(None, [str(ROOT / "labs"), os.environ.get("PYTHONPATH")]))
-    run(BIN / "python", "-m", "labtools", *args, env=dict(os.environ, PYTHONPATH=python_path))
+    path = os.pathsep.join(filter(None, [str(BIN), os.environ.get("PATH")]))
+    env = dict(os.environ, PYTHONPATH=python_path, PATH=path)
+    cmd = [str(BIN / "python"), "-m", "labtools", *args]
+    print("+", " ".join(cmd), flush=True)
+    sys.exit(run_forwarding(cmd, env))
+
+
+def run_forwarding(cmd: list[str], env: dict) -> int:
+    """Run ``cmd`` and return its exit code, passing SIGINT and SIGTERM on to it."""
+    import signal
+
+    child = subprocess.Popen(cmd, cwd=ROOT, env=env)
+
+    def forward(signum, frame):
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    old = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        code = child.wait()  # a signal forwarded meanwhile: the wait goes on (PEP 475)
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    return 128 - code if code < 0 else code  # killed by signal N: 128 + N, as a shell says
 
 
 def labtools_options():
@@ -308,7 +334,7 @@ def check_grade_arguments(args: argparse.Namespace) -> None:
     from labtools.layout import UsageError, check_arguments
 
     try:
-        check_arguments(args.submissions, args.course, args.labs)
+        check_arguments(args.submissions, args.course, args.labs, args.jobs)
     except UsageError as err:
         sys.exit(f"error: {err}")
 
@@ -392,7 +418,7 @@ def main(argv: list[str] | None = None) -> None:
                     binder.terminate()
                     binder.wait()
         elif job == "labs":
-            labtools("release")
+            labtools("release")  # exits with its code
         elif job in ("grade", "formgrader", "export", "feedback"):
             if job == "grade":
                 check_grade_arguments(args)

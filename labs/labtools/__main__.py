@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -48,7 +50,7 @@ def _grade(args) -> None:
         if args.scheduler:  # a dask cluster's workers (labtools.cluster), checked first
             from labtools import cluster, layout
 
-            layout.check_arguments(args.submissions, args.course, args.labs)
+            layout.check_arguments(args.submissions, args.course, args.labs, args.jobs)
             executor = stack.enter_context(cluster.executor(args.scheduler, unsafe=args.unsafe))
         summary = grade.grade(
             args.submissions,
@@ -70,6 +72,22 @@ def _grade(args) -> None:
     )
     for row in failed:
         print(f"  {row.student} / {row.lab}: {row.text}")
+    again = summary.get("graded again", [])
+    if again:
+        print(
+            f"{len(again)} of them graded again because an earlier run did not grade them "
+            "(grading failed or not graded): " + ", ".join(f"{r.student} / {r.lab}" for r in again)
+        )
+    changed = summary.get("changed", [])
+    if changed:
+        print(f"{len(changed)} submissions changed since they were graded; to grade them again:")
+        course = [] if args.course == "grading" else ["--course", args.course]
+        for row in changed:
+            command = ["python3", "tasks.py", "grade", args.submissions, *course, "--regrade"]
+            command += ["--students", row.student, "--labs", row.lab]
+            print(f"  {row.student} / {row.lab}: {shlex.join(command)}")
+    if summary.get("left out by --labs"):
+        print(f"{summary['left out by --labs']} notebooks of other labs left out by --labs")
     unplaced = summary.get("not placed", [])
     if unplaced:
         print(f"{len(unplaced)} files of the {summary['layout']} download could not be placed:")
@@ -82,8 +100,10 @@ def _grade(args) -> None:
 
 
 def _export(args) -> None:
+    from labtools import layout
     from labtools.export import export
 
+    layout.existing_course(Path(args.course))
     for name, path in export(Path(args.course)).items():
         print(f"{name}: {path}")
 
@@ -93,7 +113,7 @@ def _feedback(args) -> None:
     from labtools.feedback import generate_feedback
 
     course = Path(args.course)
-    layout.check_course(course)
+    layout.existing_course(course)
     generate_feedback(course, args.labs or layout.lab_names(course))
     print(f"feedback regenerated in {course / 'feedback'}")
 
@@ -105,8 +125,9 @@ def _release(args) -> None:
 
 
 def _formgrader(args) -> None:
-    from labtools import formgrader
+    from labtools import formgrader, layout
 
+    layout.existing_course(Path(args.course))
     formgrader.serve(Path(args.course), port=args.port)
 
 
@@ -127,12 +148,42 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def with_bin_on_path() -> None:
+    """This environment's bin folder first on PATH: nbgrader runs its helpers (alembic)
+    by name, from this process too."""
+    bin_dir = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "")
+    if path.split(os.pathsep)[0] != bin_dir:
+        os.environ["PATH"] = os.pathsep.join(filter(None, [bin_dir, path]))
+
+
+def gradebook_error(err: Exception) -> bool:
+    """Whether ``err`` is SQLite's (or SQLAlchemy's over it): a gradebook problem."""
+    import sqlite3
+
+    if isinstance(err, sqlite3.Error):
+        return True
+    exc = sys.modules.get("sqlalchemy.exc")
+    return exc is not None and isinstance(err, exc.SQLAlchemyError)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    with_bin_on_path()
     try:
         args.run(args)
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("stopped; what was graded is kept (run the same command to go on)", file=sys.stderr)
+        return 130
+    except Exception as err:
+        if not (gradebook_error(err) and getattr(args, "course", None)):
+            raise
+        from labtools.course import gradebook_problem
+
+        print(f"error: {gradebook_problem(Path(args.course), err)}", file=sys.stderr)
         return 2
     return 0
 

@@ -13,18 +13,22 @@ Releasing the labs (:mod:`labtools.release`) uses the same set-up in a scratch f
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 from labtools import layout
-from labtools.layout import COURSE, LABS, MARK
+from labtools.layout import COURSE, LABS, LOCK, MARK, UsageError
 
 DB = "gradebook.db"
+BACKUP = "gradebook.db.bak"  # the gradebook as it was before the last grading run
 
 
 def db_url(course: Path) -> str:
@@ -48,6 +52,86 @@ for lab in sys.argv[1:]:
         print(lab)  # the lab that failed: the last line of stdout
         sys.exit(f"{result.get('log', '')}{result.get('error', '')}")
 """
+
+
+def gradebook_problem(course: Path, err: Exception) -> str:
+    """One line for an instructor about a gradebook that SQLite (or SQLAlchemy over it)
+    refused: what is wrong with which file, and what to do."""
+    db = Path(course) / DB
+    text = str(getattr(err, "orig", None) or err)
+    if "locked" in text or "busy" in text:
+        return f"{db} is locked by another program: close it and run again"
+    if "disk is full" in text or "disk I/O" in text:
+        return f"{db} could not be written ({text}): free some space and run again"
+    return (
+        f"{db} is damaged ({text}): restore it from {BACKUP} (made before each grading run), "
+        "or move it away and grade again with --regrade (manual scores are then lost)"
+    )
+
+
+def check_gradebook(course: Path, seconds: float = 2.0) -> None:
+    """Refuse (UsageError, one line) a gradebook that is empty, damaged or locked by
+    another program; a course without one yet passes."""
+    db = Path(course) / DB
+    if not db.exists():
+        return
+    if db.stat().st_size == 0:
+        raise UsageError(
+            f"{db} is empty (0 bytes): restore it from {BACKUP} (made before each grading "
+            "run), or delete it and grade again with --regrade (manual scores are then lost)"
+        )
+    try:
+        with contextlib.closing(
+            sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=seconds)
+        ) as con:
+            tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master")}
+    except sqlite3.Error as err:
+        raise UsageError(gradebook_problem(course, err)) from None
+    if "assignment" not in tables:
+        raise UsageError(gradebook_problem(course, ValueError("not nbgrader's gradebook")))
+
+
+def back_up_gradebook(course: Path, seconds: float = 2.0) -> Path | None:
+    """Copy the gradebook to :data:`BACKUP` through SQLite's backup API (a consistent copy
+    even while another connection uses it); return the copy's path (None: no gradebook)."""
+    db, backup = Path(course) / DB, Path(course) / BACKUP
+    if not db.exists():
+        return None
+    part = backup.with_name(backup.name + ".part")
+    try:
+        with (
+            contextlib.closing(
+                sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=seconds)
+            ) as src,
+            contextlib.closing(sqlite3.connect(part)) as dst,
+        ):
+            src.backup(dst)
+    except sqlite3.Error as err:
+        part.unlink(missing_ok=True)
+        raise UsageError(gradebook_problem(course, err)) from None
+    os.replace(part, backup)
+    return backup
+
+
+@contextlib.contextmanager
+def locked(course: Path):
+    """Hold the course folder's lock (``fcntl.flock`` on :data:`labtools.layout.LOCK`,
+    released by the system when this process ends, however it ends) while a run writes
+    it; refuse at once (UsageError) when another run holds it."""
+    course = Path(course)
+    course.mkdir(parents=True, exist_ok=True)
+    fd = os.open(course / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise UsageError(f"grading already running in {course} (pid {holder})") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
 
 
 def nbgrader_env() -> dict:
@@ -85,6 +169,10 @@ def open_course(course: Path, labs: Path = LABS) -> list[str]:
     mark.write_text(json.dumps(state, indent=1))  # ours from now on, even if nbgrader fails
     shutil.copy(labs / "nbgrader_config.py", course / "nbgrader_config.py")
     names = layout.lab_names(labs)
+    check_gradebook(course)
+    # no gradebook (deleted to rebuild it): every lab the course has is generated again
+    # from the course's own copy of its source, so that the gradebook knows it
+    again = [] if (course / DB).exists() else [lab for lab in names if lab in state["sources"]]
     stale = {}
     for lab in names:
         folder = labs / "source" / lab
@@ -101,7 +189,8 @@ def open_course(course: Path, labs: Path = LABS) -> list[str]:
         shutil.rmtree(course / "source" / lab, ignore_errors=True)
         shutil.copytree(folder, course / "source" / lab)
         stale[lab] = digest
-    generate(course, list(stale))
+    again = {lab for lab in again if (course / "source" / lab).exists()}
+    generate(course, sorted(set(stale) | again))
     state["sources"].update(stale)
     mark.write_text(json.dumps(state, indent=1))
     return names

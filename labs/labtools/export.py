@@ -18,6 +18,12 @@ def export(course) -> dict[str, Path]:
     from nbgrader.api import Gradebook, MissingEntry
 
     course = Path(course)
+    courses.check_gradebook(course)  # one line for a gradebook locked, damaged or emptied
+    if not (course / courses.DB).exists():
+        raise layout.UsageError(
+            f"{course} has no {courses.DB}: restore it from {courses.BACKUP}, or grade again "
+            "with --regrade to rebuild it (manual scores are then lost)"
+        )
     labs = layout.lab_names(course)
     students = courses.students(course)
     rows = []

@@ -20,17 +20,23 @@ The messages between these steps are the dataclasses of :mod:`labtools.wire`.
 from __future__ import annotations
 
 import concurrent.futures
+import difflib
 import hashlib
 import json
 import tempfile
 from pathlib import Path
 
 from labtools import course as courses
-from labtools import intake, layout, schedule
+from labtools import intake, layout, notebook, schedule
 from labtools.export import export
 from labtools.layout import UsageError
 from labtools.record import read_row
 from labtools.sandbox import Limits
+from labtools.wire import Status
+
+#: rows that a run lost (a worker killed, a cluster gone): the next run grades them again
+LOST = (Status.FAILED, Status.NOT_RUN)
+CHANGED = "the submission changed since"
 
 
 def grade(
@@ -69,7 +75,7 @@ def grade(
     """
     from labtools import sandbox
 
-    layout.check_arguments(str(submissions), str(course), labs)
+    layout.check_arguments(str(submissions), str(course), labs, jobs)
     course, submissions = Path(course).resolve(), Path(submissions).resolve()
     missing = sandbox.available() if executor is None else None  # else: where it runs
     if missing and not unsafe:
@@ -78,46 +84,136 @@ def grade(
             "student's code with your rights; to do that anyway, pass --unsafe."
         )
     limits = limits or Limits()
-    all_labs = courses.open_course(course)
-    labs = labs or all_labs
+    known = layout.lab_names()
+    labs = labs or known
     with tempfile.TemporaryDirectory(prefix="submissions-") as tmp:
-        taken = intake.collect(submissions, labs, Path(tmp))
-        found = taken.submissions
-        if students:
-            found = [sub for sub in found if sub.student in students]
-        if not found:
-            unplaced = "".join(f"\n  {u.file!r}: {u.why}" for u in taken.unplaced[:20])
-            raise UsageError(
-                f"no submissions found in {submissions}; expected {layout.EXPECTED}"
-                + (f"; files not placed:{unplaced}" if unplaced else "")
+        # every lab's notebooks are read, so that --labs leaves the others out (counted),
+        # and all is checked before the course folder is made or touched
+        taken = intake.collect(submissions, known, Path(tmp))
+        found = chosen(taken, submissions, labs, students)
+        with courses.locked(course):
+            courses.open_course(course)
+            courses.back_up_gradebook(course)
+            todo, skipped, again, changed = [], [], [], []
+            for sub in found:
+                data = None
+                if not sub.refused:
+                    try:
+                        data = layout.read_notebook(sub.path)
+                    except (OSError, ValueError) as err:
+                        sub.refused = f"refused: {err}"
+                    else:
+                        sub.refused = other_lab(course, data, sub.lab)
+                digest = hashlib.sha256(data or b"").hexdigest()
+                done = courses.result_path(course, sub.student, sub.lab)
+                previous = read_row(done) if done.exists() and not regrade else None
+                if previous is not None and previous.status in LOST:
+                    again.append(previous)  # the last run lost it: graded now
+                elif previous is not None:
+                    if previous.digest != digest:
+                        changed.append(previous)
+                        if CHANGED not in previous.detail:
+                            previous.detail += f"; {CHANGED}: grade it with --regrade"
+                            layout.write_whole(done, json.dumps(previous.to_json(), indent=1))
+                    skipped.append(previous)
+                    continue
+                todo.append((sub, digest, data))
+            rows = schedule.run(
+                course,
+                todo,
+                limits=limits,
+                unsafe=unsafe,
+                jobs=jobs,
+                executor=executor,
+                progress=progress,
+                feedback=feedback,
             )
-        todo, skipped = [], []
-        for sub in found:
-            data = None
-            if not sub.refused:
-                try:
-                    data = layout.read_notebook(sub.path)
-                except (OSError, ValueError) as err:
-                    sub.refused = f"refused: {err}"
-            digest = hashlib.sha256(data or b"").hexdigest()
-            done = courses.result_path(course, sub.student, sub.lab)
-            if done.exists() and not regrade:
-                previous = read_row(done)
-                if previous.digest != digest:
-                    previous.detail += "; the submission changed since: grade it with --regrade"
-                    layout.write_whole(done, json.dumps(previous.to_json(), indent=1))
-                skipped.append(previous)
-                continue
-            todo.append((sub, digest, data))
-        rows = schedule.run(
-            course,
-            todo,
-            limits=limits,
-            unsafe=unsafe,
-            jobs=jobs,
-            executor=executor,
-            progress=progress,
-            feedback=feedback,
+            exported = export(course)
+    left_out = sum(1 for sub in taken.submissions if sub.lab not in labs)
+    return {
+        "graded": rows,
+        "already graded": skipped,
+        "graded again": again,  # rows a run before left "grading failed" or "not graded"
+        "changed": changed,  # rows whose submission changed since it was graded
+        "left out by --labs": left_out,
+        "exported": exported,
+        **taken.report(),
+    }
+
+
+def chosen(taken, submissions: Path, labs: list[str], students: list[str] | None) -> list:
+    """The submissions of ``labs`` and ``students`` in what the intake found; a UsageError
+    (before the course folder is made) when there is none."""
+    if not taken.submissions:
+        unplaced = "".join(f"\n  {u.file!r}: {u.why}" for u in taken.unplaced[:20])
+        raise UsageError(
+            f"no submissions found in {submissions}; expected {layout.EXPECTED}"
+            + (f"; files not placed:{unplaced}" if unplaced else "")
         )
-    exported = export(course)
-    return {"graded": rows, "already graded": skipped, "exported": exported, **taken.report()}
+    found = [sub for sub in taken.submissions if sub.lab in labs]
+    if not found:
+        raise UsageError(
+            f"none of the {len(taken.submissions)} submissions found in {submissions} is of "
+            f"--labs {' '.join(labs)}"
+        )
+    if not students:
+        return found
+    mine = [sub for sub in found if sub.student in students]
+    if not mine:
+        names = sorted({sub.student for sub in found})
+        near = {n for typo in students for n in difflib.get_close_matches(typo, names, n=3)}
+        raise UsageError(
+            f"none of the {len(found)} submissions found matched --students "
+            f"{' '.join(students)}"
+            + (f"; the nearest names: {', '.join(sorted(near))}" if near else "")
+        )
+    return mine
+
+
+def _locked_cells(course: Path, lab: str) -> set[tuple[str, str]]:
+    """(grade id, text) of each locked cell of the lab's student version in the course."""
+    path = course / "release" / lab / f"{lab}.ipynb"
+    if path not in _LOCKED:
+        nb = json.loads(path.read_text())
+        _LOCKED[path] = {
+            (notebook.grade_id(c), notebook.text(c).strip())
+            for c in nb["cells"]
+            if notebook.grade_id(c) and not notebook.is_answer(c)
+        }
+    return _LOCKED[path]
+
+
+_LOCKED: dict[Path, set[tuple[str, str]]] = {}  # read once a process (a course keeps its labs)
+
+
+def other_lab(course: Path, data: bytes, lab: str) -> str | None:
+    """A refusal when the notebook handed in as ``lab`` is another lab's: more of its
+    locked cells (grade id and text) are that lab's than this one's, and at least half of
+    that lab's; else None (anything else is for the grading to judge)."""
+    try:
+        cells = json.loads(data).get("cells")
+        if not isinstance(cells, list):
+            return None
+        mine = {
+            (notebook.grade_id(c), notebook.text(c).strip())
+            for c in cells
+            if isinstance(c, dict) and notebook.grade_id(c)
+        }
+    except (ValueError, TypeError, AttributeError):
+        return None  # not a notebook: the worker says so
+    counts = {}
+    for other in layout.lab_names(course):
+        try:
+            locked = _locked_cells(course, other)
+        except (OSError, ValueError):
+            continue
+        counts[other] = (len(mine & locked), len(locked))
+    own = counts.get(lab, (0, 0))[0]
+    best = max(counts, key=lambda other: counts[other][0], default=lab)
+    matched, total = counts.get(best, (0, 0))
+    if best != lab and matched > own and 2 * matched >= total:
+        return (
+            f"refused: this is {best}'s notebook (its cells are that lab's), handed in as "
+            f"{lab}; hand in {lab}.ipynb"
+        )
+    return None

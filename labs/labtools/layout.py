@@ -23,6 +23,7 @@ MAX_NOTEBOOK = 20 * 2**20
 # matched in full (``fullmatch``): with ``match`` and ``$``, "alice\n" would pass
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}")
 MARK = ".labtools-course.json"  # marks a course folder made by these tools
+LOCK = ".labtools-lock"  # held (flock) by the run that writes the course folder
 COURSE = "single-layer-neural-networks"
 EXPECTED = (
     "SUBMISSIONS/[submitted/]<student>/<lab>/<lab>.ipynb, a zip of that, or a Canvas or "
@@ -137,7 +138,7 @@ def check_course(course: Path) -> None:
         raise UsageError(f"the course folder must not be a symbolic link: {course}")
     if course.exists() and not course.is_dir():
         raise UsageError(f"the course folder {course} is a file")
-    if not course.exists() or not any(course.iterdir()):
+    if not course.exists() or all(p.name == LOCK for p in course.iterdir()):
         return
     mark = course / MARK
     if not mark.is_file():
@@ -153,8 +154,30 @@ def check_course(course: Path) -> None:
         raise UsageError(f"{course} belongs to another course ({name!r}); name a new folder")
 
 
-def check_arguments(submissions: str | None, course: str, labs: list[str] | None) -> None:
+def existing_course(course: Path) -> None:
+    """Refuse a course folder that does not exist or was not made by ``grade`` (for the
+    jobs that read one: export, feedback, formgrader)."""
+    course = Path(course)
+    if not course.exists():
+        raise UsageError(
+            f"no course folder {course}: grade submissions into it first "
+            "(`tasks.py grade SUBMISSIONS --course FOLDER`), or name another with --course"
+        )
+    check_course(course)
+    if not (course / MARK).is_file():
+        raise UsageError(f"{course} was not made by `tasks.py grade` (no {MARK})")
+
+
+def check_jobs(jobs: int | None) -> None:
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs must be at least 1 (got {jobs})")
+
+
+def check_arguments(
+    submissions: str | None, course: str, labs: list[str] | None, jobs: int | None = None
+) -> None:
     """Everything ``grade`` can check before anything is installed; raises UsageError."""
+    check_jobs(jobs)
     if not submissions:
         raise UsageError(f"name the folder or zip of submissions, laid out as {EXPECTED}")
     path = Path(submissions)

@@ -10,10 +10,14 @@ comes (:class:`labtools.record.Recorder`), and has the feedback written
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import multiprocessing
 import os
+import signal
+import sys
 import traceback
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict
 from pathlib import Path
 
@@ -72,25 +76,54 @@ def seconds_so_far(course: Path) -> dict[str, list[float]]:
     return seconds
 
 
-def not_run(sub: Submission, digest: str) -> Row:
+def not_run(sub: Submission, digest: str, why: str = "the cluster stopped") -> Row:
     """The row of a notebook whose task was cancelled: not saved, so the next run grades it."""
-    detail = ": the cluster stopped before grading it; run the same command again"
+    detail = f": {why} before grading it; run the same command again"
     return Row(sub.student, sub.lab, digest, Status.NOT_RUN, detail)
 
 
-def _one_thread_each() -> None:
-    """Worker start: numpy's BLAS on one thread, as the grading runs one notebook per core
-    (idle BLAS threads of several workers would spin on the same cores)."""
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent(parent: int) -> None:
+    """Have the kernel kill this process when its parent dies (``prctl(PR_SET_PDEATHSIG)``),
+    however the parent ends (kill -9, the OOM killer); and exit now if it already has. A
+    pool worker otherwise lives on, blocked on a queue whose write end it holds itself."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
+
+
+def _worker_start(parent: int) -> None:
+    """Worker start: dies with the run (:func:`die_with_parent`); numpy's BLAS on one
+    thread, as the grading runs one notebook per core (idle BLAS threads of several
+    workers would spin on the same cores)."""
+    die_with_parent(parent)
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[name] = "1"
 
 
 def default_executor(jobs: int) -> concurrent.futures.Executor:
-    """The local pool: ``jobs`` fresh interpreters, BLAS on one thread each."""
+    """The local pool: ``jobs`` fresh interpreters, BLAS on one thread each, each ended by
+    the kernel when this process ends. (The multiprocessing resource tracker ends by
+    itself once the run and its workers are gone: they hold the only write ends of its
+    pipe.)"""
     context = multiprocessing.get_context("spawn")  # a clean interpreter per worker
     return concurrent.futures.ProcessPoolExecutor(
-        max_workers=jobs, mp_context=context, initializer=_one_thread_each
+        max_workers=jobs, mp_context=context, initializer=_worker_start, initargs=(os.getpid(),)
     )
+
+
+def _kill_workers(executor: concurrent.futures.ProcessPoolExecutor) -> None:
+    """Kill the pool's workers now (a run interrupted: the notebooks they grade are not
+    recorded, so the next run grades them)."""
+    for process in list((getattr(executor, "_processes", None) or {}).values()):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            process.kill()
 
 
 def run(course, todo, *, limits, unsafe, jobs, executor, progress, feedback=True) -> list[Row]:
@@ -111,12 +144,18 @@ def run(course, todo, *, limits, unsafe, jobs, executor, progress, feedback=True
     workers = jobs or os.cpu_count() or 1
     executor = executor or default_executor(workers)
     bar = tqdm(total=len(todo), unit="notebook", disable=not progress, desc="grading")
-    failures, writing, running = 0, [], {}
+    failures, writing, running, broken = 0, [], {}, []
     queue = Queue([item for item in todo if not item[0].refused], seconds_so_far(course))
     in_flight = workers + 1 if own else len(todo)
 
     def submit() -> None:
         while queue and len(running) < in_flight:
+            if broken:  # the pool lost a worker: the rest wait for the next run
+                while queue:
+                    sub, digest, _ = queue.pop()
+                    rows.append(not_run(sub, digest, "the run lost a worker"))
+                    bar.update()
+                return
             sub, digest, data = queue.pop()
             task = Task(
                 student=sub.student,
@@ -127,7 +166,12 @@ def run(course, todo, *, limits, unsafe, jobs, executor, progress, feedback=True
                 unsafe=unsafe,
                 mpl_cache=cache,
             )
-            running[executor.submit(grade_task, task)] = (sub, digest, data)
+            try:
+                running[executor.submit(grade_task, task)] = (sub, digest, data)
+            except BrokenProcessPool as err:
+                broken.append(err)
+                rows.append(not_run(sub, digest, "the run lost a worker"))
+                bar.update()
 
     try:
         with Recorder(course) as recorder:
@@ -149,12 +193,14 @@ def run(course, todo, *, limits, unsafe, jobs, executor, progress, feedback=True
                         continue
                     try:
                         outcome = future.result()
-                    except Exception:  # noqa: BLE001 - a worker that died: that row, not the run
+                    except Exception as err:  # noqa: BLE001 - a worker that died: that row
                         outcome = Outcome(Status.FAILED, traceback.format_exc())
+                        if isinstance(err, BrokenProcessPool):
+                            broken.append(err)  # recorded as failed: the next run grades it
                     queue.measured(sub.lab, outcome.seconds)
                     row = recorder.record(sub, digest=digest, data=data, outcome=outcome)
                     rows.append(row)
-                    if feedback and own and row.graded:
+                    if feedback and own and row.graded and not broken:
                         writing.append(
                             executor.submit(feedback_task, str(course), sub.student, sub.lab)
                         )
@@ -163,6 +209,10 @@ def run(course, todo, *, limits, unsafe, jobs, executor, progress, feedback=True
                     bar.update()
                 submit()
         concurrent.futures.wait(writing)
+    except BaseException:  # interrupted (Control-C, SIGINT from tasks.py) or failed
+        if own:
+            _kill_workers(executor)
+        raise
     finally:
         bar.close()
         if own:
