@@ -3,7 +3,9 @@ comments in the gradebook (manual ones included).
 
 Written during a run by the workers of the local pool (:func:`feedback_task`, as they share
 the course folder), or at the end by the recording process (:func:`generate_feedback`), and
-again on request after manual grading (``python -m labtools feedback``).
+again on request after manual grading (``python -m labtools feedback``). Each page is
+written in a child process under limits (:func:`write_limited`): it renders what
+a student handed in.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def generate_feedback(course: Path, labs: list[str], *, missing_only: bool = Fal
     """Feedback for every graded notebook of these labs (again after manual grading), or
     only where it is missing or older than the result (``missing_only``: after a run that
     was stopped, or one whose feedback went to workers). Returns how many were written."""
-    writer, written = None, 0
+    written = 0
     for lab in labs:
         for result in sorted((course / "results").glob(f"*/{lab}.json")):
             student = result.parent.name
@@ -58,17 +60,35 @@ def generate_feedback(course: Path, labs: list[str], *, missing_only: bool = Fal
             if missing_only and html.exists() and html.stat().st_mtime >= result.stat().st_mtime:
                 continue
             if read_row(result).graded:
-                writer = writer or Feedback(course)
-                writer.write(student, lab)
+                write_limited(course, student, lab)
                 written += 1
     return written
 
 
-_WRITERS: dict[str, Feedback] = {}
+def write_one(course: str, student: str, lab: str) -> None:
+    """One notebook's feedback page, in this process (what :func:`write_limited` runs)."""
+    Feedback(Path(course)).write(student, lab)
+
+
+def write_limited(course: Path, student: str, lab: str, limits=None) -> None:
+    """One notebook's feedback page, written in a child under limits
+    (:func:`labtools.judge.call`: ``grader_memory``, ``feedback_seconds``); a page that
+    could not be written says why in the course folder's log."""
+    from labtools import judge
+    from labtools.sandbox import Limits
+
+    limits = limits or Limits()
+    why = judge.call(
+        "labtools.feedback:write_one",
+        [str(course), student, lab],
+        seconds=limits.feedback_seconds,
+        memory=limits.grader_memory,
+    )
+    if why:
+        write_whole(Path(course) / "logs" / f"feedback--{student}--{lab}.log", why + "\n")
 
 
 def feedback_task(course: str, student: str, lab: str) -> None:
     """Write one notebook's feedback (runs in a worker of the local pool, which shares the
-    course folder; each worker keeps one nbgrader converter)."""
-    writer = _WRITERS.get(course) or _WRITERS.setdefault(course, Feedback(Path(course)))
-    writer.write(student, lab)
+    course folder), in a child under limits (:func:`write_limited`)."""
+    write_limited(Path(course), student, lab)

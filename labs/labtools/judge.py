@@ -13,6 +13,10 @@ limited (``RLIMIT_AS``: ``grader_memory``) and which the worker kills
 reports each cell as it is graded, so a child that is killed or runs out of memory still
 leaves the verdicts it reached; the cells it did not reach score 0, with the reason.
 
+Other work on what a student handed in runs the same way, one child each (:func:`call`):
+the feedback pages, nbgrader's HTML of the graded notebook
+(:func:`labtools.feedback.write_limited`).
+
 The children are forks of one server per worker process (``python -m labtools.judge``,
 started on first use), which imports numpy, matplotlib, IPython, nbformat and the
 renderer once: a child costs milliseconds instead of the seconds a fresh interpreter
@@ -39,6 +43,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 
@@ -55,6 +60,7 @@ PRELOAD = (
     "perceptrons",
     "labtools.verdicts",
     "labtools.render",
+    "nbgrader.converters",
 )
 
 
@@ -138,7 +144,7 @@ def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
     try:
         pid = _read(conn, time.monotonic() + 60)["pid"]
         pidfd = os.pidfd_open(pid)
-        wire.write_frame(conn.fileno(), json.dumps(asdict(task)).encode())
+        wire.write_frame(conn.fileno(), json.dumps({"grade": asdict(task)}).encode())
         while True:
             report = _read(conn, deadline)
             if "plan" in report:
@@ -180,6 +186,39 @@ def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
 # --- the server and its children (python -m labtools.judge) --------------------------------
 
 
+def read_submission(text: str) -> tuple[dict | None, str]:
+    """The submitted notebook as a dict (nbformat 4, validated), or None and why not."""
+    import nbformat
+
+    try:
+        with warnings.catch_warnings():  # duplicate or missing cell ids: nbformat fixes them
+            warnings.simplefilter("ignore")
+            submitted = nbformat.reads(text, as_version=4)
+            nbformat.validate(submitted)
+    except Exception as err:  # noqa: BLE001 - truncated JSON, not a notebook at all, ...
+        return None, f" ({type(err).__name__})"
+    return json.loads(nbformat.writes(submitted)), ""
+
+
+def mpl_cache() -> str:
+    """This machine's matplotlib cache folder (its font list built if it was not)."""
+    import matplotlib
+    import matplotlib.font_manager  # noqa: F401 - builds the font list if it is not there
+
+    return matplotlib.get_cachedir()
+
+
+def worker_mpl_cache(given: str | None) -> Path | None:
+    """The font cache a worker lends its sandboxes: the grading machine's (``given``) if
+    that folder is here, else this worker's own (a worker on another machine), else none."""
+    if given and Path(given).is_dir():
+        return Path(given)
+    try:
+        return Path(mpl_cache())
+    except Exception:  # noqa: BLE001 - no cache: matplotlib builds its font list each time
+        return None
+
+
 def _die_with_parent() -> None:
     import ctypes
 
@@ -187,8 +226,38 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def call(target: str, args: list, *, seconds: float, memory: int) -> str | None:
+    """Run ``target`` ('module:function', called with the plain-data ``args``) in a child
+    under limits: ``memory`` bytes of address space, killed after ``seconds``. Returns
+    None once it has returned, or why it did not (killed at the time, or it failed or ran
+    out of memory)."""
+    deadline = time.monotonic() + seconds
+    conn = server().child()
+    pidfd, why = None, None
+    try:
+        pid = _read(conn, time.monotonic() + 60)["pid"]
+        pidfd = os.pidfd_open(pid)
+        job = {"target": target, "args": args, "memory": memory}
+        wire.write_frame(conn.fileno(), json.dumps({"call": job}).encode())
+        report = _read(conn, deadline)
+        why = report.get("failed")
+    except TimeoutError:
+        why = f"stopped at its time limit ({seconds:g} s)"
+    except (EOFError, OSError, ValueError, KeyError):
+        why = f"ended early: out of memory ({memory} bytes) or failed"
+    finally:
+        if pidfd is not None:
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.close(pidfd)
+        conn.close()
+    return why
+
+
 def _child(conn: socket.socket) -> None:
-    """One notebook: read the task, grade it, report as it goes (see the module)."""
+    """One job: grade a notebook and report as it goes, or write one feedback page."""
     fd = conn.fileno()
 
     def send(report: dict) -> None:
@@ -198,13 +267,26 @@ def _child(conn: socket.socket) -> None:
     raw = wire.read_frame(fd, 2**31, time.monotonic() + 60)
     if raw is None:
         return
-    task = wire.Task(**json.loads(raw))
+    job = json.loads(raw)
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if "call" in job:
+        import importlib
+
+        job = job["call"]
+        resource.setrlimit(resource.RLIMIT_AS, (job["memory"], hard))
+        module, _, name = job["target"].partition(":")
+        try:
+            getattr(importlib.import_module(module), name)(*job["args"])
+        except Exception:  # noqa: BLE001 - said to the caller
+            send({"failed": traceback.format_exc()[-4000:]})
+            return
+        send({"done": True})
+        return
+    task = wire.Task(**job["grade"])
     from labtools import verdicts
     from labtools.sandbox import Limits
-    from labtools.worker import read_submission, worker_mpl_cache
 
     limits = Limits(**task.limits)
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
     resource.setrlimit(resource.RLIMIT_AS, (limits.grader_memory, hard))
     submitted, why = read_submission(task.notebook)
     if submitted is None:

@@ -83,6 +83,7 @@ class Limits:
     notebook_source: int = 500_000  # characters of the student's cells kept in all
     grader_memory: int = 4 * 2**30  # address space of the grader's side of one notebook
     grader_seconds: float = 15.0  # its time past notebook_seconds (start-up, tests, render)
+    feedback_seconds: float = 60.0  # to write one notebook's feedback page
 
     def __post_init__(self):
         for name, value in vars(self).items():

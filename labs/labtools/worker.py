@@ -2,34 +2,20 @@
 :class:`~labtools.wire.Outcome` out, both plain data.
 
 :func:`grade_task` runs in a process of the local pool or on a dask worker
-(:mod:`labtools.schedule`, :mod:`labtools.cluster`): it reads the submitted notebook,
-grades it with :func:`labtools.verdicts.evaluate` (the student's code in the sandbox, every
-verdict outside it) and builds the notebook as graded (:mod:`labtools.render`), so that
-the process that records stays light. It needs nothing from the course folder.
+(:mod:`labtools.schedule`, :mod:`labtools.cluster`): it has the notebook graded in a child
+process under limits (:mod:`labtools.judge`, which reads the submission and runs
+:func:`labtools.verdicts.evaluate`: the student's code in the sandbox, every verdict
+outside it), and builds the notebook as graded from what the child reported
+(:mod:`labtools.render`), so that the process that records stays light. It needs nothing
+from the course folder.
 """
 
 from __future__ import annotations
 
-import json
 import traceback
-import warnings
-from pathlib import Path
 
+from labtools.judge import mpl_cache, worker_mpl_cache  # noqa: F401 - where they were
 from labtools.wire import Outcome, Status, Task
-
-
-def read_submission(text: str) -> tuple[dict | None, str]:
-    """The submitted notebook as a dict (nbformat 4, validated), or None and why not."""
-    import nbformat
-
-    try:
-        with warnings.catch_warnings():  # duplicate or missing cell ids: nbformat fixes them
-            warnings.simplefilter("ignore")
-            submitted = nbformat.reads(text, as_version=4)
-            nbformat.validate(submitted)
-    except Exception as err:  # noqa: BLE001 - truncated JSON, not a notebook at all, ...
-        return None, f" ({type(err).__name__})"
-    return json.loads(nbformat.writes(submitted)), ""
 
 
 def grade_task(task: Task) -> Outcome:
@@ -83,22 +69,3 @@ def assemble(plan: dict, reports: dict) -> dict:
         "output": done["output"],
         "seconds": reports["seconds"],
     }
-
-
-def mpl_cache() -> str:
-    """This machine's matplotlib cache folder (its font list built if it was not)."""
-    import matplotlib
-    import matplotlib.font_manager  # noqa: F401 - builds the font list if it is not there
-
-    return matplotlib.get_cachedir()
-
-
-def worker_mpl_cache(given: str | None) -> Path | None:
-    """The font cache a worker lends its sandboxes: the grading machine's (``given``) if
-    that folder is here, else this worker's own (a worker on another machine), else none."""
-    if given and Path(given).is_dir():
-        return Path(given)
-    try:
-        return Path(mpl_cache())
-    except Exception:  # noqa: BLE001 - no cache: matplotlib builds its font list each time
-        return None
