@@ -131,7 +131,8 @@ def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
     """Grade ``task`` in a child under limits. Returns (plan, unreadable, reports): the
     plan report (None if the child never planned), why the notebook is unreadable (or
     None), and {"cells": {index: entry}, "done": the final report or None, "stopped": why
-    the child was stopped, or None, "seconds": the wall-clock time}."""
+    the child was stopped, or None, "failed": the grader's own traceback, or None,
+    "seconds": the wall-clock time, "peak": the child's peak memory in bytes}."""
     from labtools.sandbox import Limits
 
     limits = Limits(**task.limits)
@@ -140,7 +141,7 @@ def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
     conn = server().child()
     pidfd = None
     plan, unreadable = None, None
-    reports: dict = {"cells": {}, "done": None, "stopped": None, "failed": None}
+    reports: dict = {"cells": {}, "done": None, "stopped": None, "failed": None, "peak": None}
     try:
         pid = _read(conn, time.monotonic() + 60)["pid"]
         pidfd = os.pidfd_open(pid)
@@ -173,6 +174,7 @@ def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
         )
     finally:
         if pidfd is not None:
+            reports["peak"] = _peak(pid, reports["done"])
             try:
                 signal.pidfd_send_signal(pidfd, signal.SIGKILL)
             except ProcessLookupError:
@@ -181,6 +183,20 @@ def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
         conn.close()
     reports["seconds"] = round(time.monotonic() - started, 3)
     return plan, unreadable, reports
+
+
+def _peak(pid: int, done: dict | None) -> int | None:
+    """The child's peak resident memory in bytes: as it reported it, or read before it is
+    killed (None if it is gone)."""
+    if done and done.get("peak"):
+        return done["peak"]
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 # --- the server and its children (python -m labtools.judge) --------------------------------
@@ -304,7 +320,9 @@ def _child(conn: socket.socket) -> None:
     except Exception:  # noqa: BLE001 - the grader's own failure, reported on that row
         send({"failed": traceback.format_exc()})
         return
-    send({"done": {k: v for k, v in result.items() if k != "cells"}})
+    done = {k: v for k, v in result.items() if k != "cells"}
+    done["peak"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    send({"done": done})
 
 
 def serve() -> None:

@@ -54,11 +54,7 @@ def assemble(plan: dict, reports: dict) -> dict:
             if entry["role"] == "test":
                 entry.update(passed=False, score=0.0, message=f"not graded: {stopped}")
         cells.append(entry)
-    done = reports["done"] or {
-        "notes": list(plan["notes"]),
-        "stopped": stopped,
-        "output": "",
-    }
+    done = reports["done"] or {"notes": list(plan["notes"]), "stopped": stopped, "output": ""}
     notes = list(done["notes"])
     if stopped:
         notes.append(f"{stopped}; the tests it did not reach score 0")
