@@ -399,6 +399,21 @@ def test_moodle_names_keep_their_ids_from_one_download_to_the_next(tmp_path):
     assert rows(third) == {("jose.smith", LAB): None}
 
 
+def test_names_that_the_instructor_joined_in_the_map_are_one_student(tmp_path):
+    course = tmp_path / "grading"
+    course.mkdir()
+    joined = {"José Smith": "jose.smith", "JOSÉ SMITH": "jose.smith"}  # one person, renamed
+    (course / intake.NAMES_FILE).write_text(json.dumps(joined))
+    download = make_zip(tmp_path / "lab.zip", moodle_zip(["JOSÉ SMITH", "Jose Smith"]))
+    taken = intake.collect(download, LABS, tmp_path / "w", course=course)
+    assert rows(taken) == {("jose.smith", LAB): None, ("jose.smith-214edb", LAB): None}
+    assert taken.kept_apart == (
+        "Moodle names that fold alike were kept apart: 'JOSÉ SMITH' -> jose.smith, "
+        "'José Smith' -> jose.smith, 'Jose Smith' -> jose.smith-214edb"
+    )
+    assert intake.kept_apart(["JOSÉ SMITH"], joined) == ""
+
+
 def test_a_damaged_moodle_name_map_is_refused_not_replaced(tmp_path):
     course = tmp_path / "grading"
     course.mkdir()

@@ -292,15 +292,17 @@ def moodle_ids(names: Iterable[str], known: dict[str, str]) -> dict[str, str]:
 
 def kept_apart(names: Iterable[str], ids: dict[str, str]) -> str:
     """A line for the summary naming, for each of ``names`` whose folded id other names of
-    ``ids`` share, every such name and its id (the one holding the folded id first); ""
-    when there is none. Names are shown by ``repr``, so an invisible or bidi character
-    shows as its escape (``'Alice Smith\\u202e'``)."""
+    ``ids`` share under other ids, every such name and its id (the one holding the folded
+    id first); "" when there is none (names that ``ids`` joins under one id, as an
+    instructor may in the course folder's file for one person, are not kept apart). Names
+    are shown by ``repr``, so an invisible or bidi character shows as its escape
+    (``'Alice Smith\\u202e'``)."""
     alike: dict[str, set[str]] = defaultdict(set)
     for name in ids:
         alike[moodle_student(name)].add(name)
     groups = []
     for folded in sorted({moodle_student(exact_name(n)) for n in names}):
-        if len(alike[folded]) > 1:
+        if len({ids[n] for n in alike[folded]}) > 1:
             group = sorted(alike[folded], key=lambda n: (ids[n] != folded, ids[n], n))
             groups.append(", ".join(f"{n!r} -> {ids[n]}" for n in group))
     return "Moodle names that fold alike were kept apart: " + "; ".join(groups) if groups else ""
