@@ -27,15 +27,11 @@ from _helpers import (
     answered,
     decode,
     encode,
-    free_port,
-    need_chromium,
     need_sandbox,
     sandbox_lock,
 )
 from labtools import course as courses
 from labtools import (
-    export,
-    feedback,
     grade,
     layout,
     notebook,
@@ -902,57 +898,3 @@ def test_grading_runs_on_a_dask_cluster(tmp_path, monkeypatch):
     assert len(summary["graded"]) == 3
     scores = {r["student"]: float(r["automatic"]) for r in rows_of(course) if r["lab"] == LAB}
     assert scores == expected
-
-
-@pytest.mark.slow
-def test_manual_grading_in_formgrader_reaches_the_export_and_the_feedback(tmp_path):
-    """As an instructor would: grade, open a submission in formgrader (Chromium), enter a
-    score and a comment for the written answer, then export and regenerate feedback."""
-    need_sandbox()
-    need_chromium()
-    import browser
-    from labtools import formgrader
-    from nbgrader.api import Gradebook
-
-    submissions, course = tmp_path / "in", tmp_path / "grading"
-    hand_in(submissions, "ada", solved())
-    grade.grade(submissions, course, limits=LIMITS, progress=False)
-    before = next(r for r in rows_of(course) if r["lab"] == LAB)
-    assert (before["automatic"], before["manual"], before["total"]) == ("7.0", "0.0", "7.0")
-    with Gradebook(courses.db_url(course)) as gb:
-        notebook_id = gb.find_submission_notebook(LAB, LAB, "ada").id
-    port = free_port()
-    process, url = formgrader.start(course, port)
-    try:
-        token = url.split("token=")[1]
-        base = f"http://127.0.0.1:{port}"
-        with browser.playwright_chromium() as chromium:
-            page = chromium.new_page()
-            page.goto(f"{base}/formgrader?token={token}")  # logs in with the printed address
-            page.goto(f"{base}/formgrader/submissions/{notebook_id}/")
-            score, comment = page.locator("#ex4-answer"), page.locator("#ex4-answer-comment")
-            # formgrader binds each input to the gradebook when it has fetched the grades
-            # and comments, after the page's load event; a score typed before that is never
-            # saved (CI failed once on it). (Its `loaded` stays false here: MathJax comes
-            # from a CDN that a machine offline does not reach, and init stops there.)
-            page.wait_for_function(
-                "() => window.formgrader && formgrader.grades && formgrader.grades.loaded"
-                " && formgrader.comments && formgrader.comments.loaded"
-            )
-            with page.expect_response(lambda r: "/api/grade/" in r.url and r.ok):
-                score.fill("1.5")
-                score.press("Tab")
-            with page.expect_response(lambda r: "/api/comment/" in r.url and r.ok):
-                comment.fill("Right idea: the scale of w does not move the hyperplane.")
-                comment.press("Tab")
-    finally:
-        process.terminate()
-        process.communicate(timeout=30)
-    export.export(course)
-    after = next(r for r in rows_of(course) if r["lab"] == LAB)
-    assert (after["automatic"], after["manual"], after["total"]) == ("7.0", "1.5", "8.5")
-    assert after["status"] == "graded; 2 points wait for manual grading"  # ex2's trace table
-    feedback.generate_feedback(course, [LAB])
-    html = (course / "feedback" / "ada" / LAB / f"{LAB}.html").read_text()
-    assert "Right idea: the scale of w does not move the hyperplane." in html
-    assert "8.5 / 11" in html

@@ -310,6 +310,124 @@ def test_moodle_ids_are_stable_across_labs_and_keep_distinct_names_apart():
         assert layout.valid_student(intake.moodle_student(name)), name
 
 
+# The names of the red team's review (round 4, finding 11): each pair folded to one id
+FOLD_ALIKE = {
+    "José Smith": "jose.smith-ba177b",
+    "Jose Smith": "jose.smith-214edb",
+    "JOSÉ SMITH": "jose.smith",  # first of the three in the order of their text
+    "Zoë Ng": "zoe.ng-3c6416",
+    "Zoe Ng": "zoe.ng",
+    "Mehmet Öz": "mehmet.oz-fc8cb9",
+    "Mehmet Oz": "mehmet.oz",
+    "Ana-María Pérez": "ana.maria.perez-da6d76",
+    "Ana María Perez": "ana.maria.perez",
+    "Alice Smith": "alice.smith",
+    "Alice Smith\u202e": "alice.smith-d205a7",  # a bidi override after the name
+    "\u202eAlice\u200b Smith": "alice.smith-d31107",  # and before it, a zero-width space
+}
+
+
+def moodle_zip(names):
+    return {f"{name}_{k}_assignsubmission_file/{NB}": "{}" for k, name in enumerate(names, 1)}
+
+
+def test_moodle_names_that_fold_alike_in_one_download_are_each_graded(tmp_path):
+    taken = collect(tmp_path, moodle_zip(FOLD_ALIKE))
+    assert rows(taken) == {(student, LAB): None for student in FOLD_ALIKE.values()}
+    assert taken.names == {student: name for name, student in FOLD_ALIKE.items()}
+    assert taken.kept_apart == (
+        "Moodle names that fold alike were kept apart: "
+        "'Alice Smith' -> alice.smith, 'Alice Smith\\u202e' -> alice.smith-d205a7, "
+        "'\\u202eAlice\\u200b Smith' -> alice.smith-d31107; "
+        "'Ana María Perez' -> ana.maria.perez, 'Ana-María Pérez' -> ana.maria.perez-da6d76; "
+        "'JOSÉ SMITH' -> jose.smith, 'Jose Smith' -> jose.smith-214edb, "
+        "'José Smith' -> jose.smith-ba177b; "
+        "'Mehmet Oz' -> mehmet.oz, 'Mehmet Öz' -> mehmet.oz-fc8cb9; "
+        "'Zoe Ng' -> zoe.ng, 'Zoë Ng' -> zoe.ng-3c6416"
+    )
+    assert "\u202e" not in taken.kept_apart and "\u200b" not in taken.kept_apart
+    assert taken.report()["kept apart"] == taken.kept_apart
+    # the order of the files changes nothing
+    (tmp_path / "again").mkdir(), (tmp_path / "alone").mkdir()
+    again = collect(tmp_path / "again", moodle_zip(reversed(list(FOLD_ALIKE))))
+    assert rows(again) == rows(taken) and again.kept_apart == taken.kept_apart
+    # a name without a name that folds alike is reported as before, and nothing is kept apart
+    alone = collect(tmp_path / "alone", moodle_zip(["José Smith", "Zoë Ng"]))
+    assert rows(alone) == {("jose.smith", LAB): None, ("zoe.ng", LAB): None}
+    assert alone.kept_apart == ""
+
+
+def test_moodle_names_keep_their_ids_from_one_download_to_the_next(tmp_path):
+    course = tmp_path / "grading"
+    course.mkdir()
+
+    first = intake.collect(
+        make_zip(tmp_path / "lab1.zip", moodle_zip(["José Smith", "Zoë Ng"])),
+        LABS, tmp_path / "w1", course=course,
+    )  # fmt: skip
+    assert rows(first) == {("jose.smith", LAB): None, ("zoe.ng", LAB): None}
+    assert first.kept_apart == ""
+    assert not (course / intake.NAMES_FILE).exists()  # the run keeps them, under its lock
+    first.keep_names(course)
+    # the next assignment: other people whose names fold alike, and José again
+    second = intake.collect(
+        make_zip(tmp_path / "lab2.zip", moodle_zip(["Jose Smith", "Zoe Ng", "José Smith"])),
+        LABS, tmp_path / "w2", course=course,
+    )  # fmt: skip
+    assert rows(second) == {
+        ("jose.smith", LAB): None,  # José keeps the id he had
+        ("jose.smith-214edb", LAB): None,
+        ("zoe.ng-ff3469", LAB): None,
+    }
+    assert second.names == {
+        "jose.smith": "José Smith", "jose.smith-214edb": "Jose Smith", "zoe.ng-ff3469": "Zoe Ng"
+    }  # fmt: skip
+    assert second.kept_apart == (
+        "Moodle names that fold alike were kept apart: "
+        "'José Smith' -> jose.smith, 'Jose Smith' -> jose.smith-214edb; "
+        "'Zoë Ng' -> zoe.ng, 'Zoe Ng' -> zoe.ng-ff3469"
+    )
+    second.keep_names(course)
+    assert json.loads((course / intake.NAMES_FILE).read_text()) == {
+        "Jose Smith": "jose.smith-214edb",
+        "José Smith": "jose.smith",
+        "Zoe Ng": "zoe.ng-ff3469",
+        "Zoë Ng": "zoe.ng",
+    }
+    # a name written decomposed (NFD, as some zip tools on macOS do) is the same name
+    third = intake.collect(
+        make_zip(tmp_path / "lab3.zip", moodle_zip(["Jose\u0301 Smith"])),
+        LABS, tmp_path / "w3", course=course,
+    )  # fmt: skip
+    assert rows(third) == {("jose.smith", LAB): None}
+
+
+def test_names_that_the_instructor_joined_in_the_map_are_one_student(tmp_path):
+    course = tmp_path / "grading"
+    course.mkdir()
+    joined = {"José Smith": "jose.smith", "JOSÉ SMITH": "jose.smith"}  # one person, renamed
+    (course / intake.NAMES_FILE).write_text(json.dumps(joined))
+    download = make_zip(tmp_path / "lab.zip", moodle_zip(["JOSÉ SMITH", "Jose Smith"]))
+    taken = intake.collect(download, LABS, tmp_path / "w", course=course)
+    assert rows(taken) == {("jose.smith", LAB): None, ("jose.smith-214edb", LAB): None}
+    assert taken.kept_apart == (
+        "Moodle names that fold alike were kept apart: 'JOSÉ SMITH' -> jose.smith, "
+        "'José Smith' -> jose.smith, 'Jose Smith' -> jose.smith-214edb"
+    )
+    assert intake.kept_apart(["JOSÉ SMITH"], joined) == ""
+
+
+def test_a_damaged_moodle_name_map_is_refused_not_replaced(tmp_path):
+    course = tmp_path / "grading"
+    course.mkdir()
+    download = make_zip(tmp_path / "lab.zip", moodle_zip(["Jose Smith"]))
+    for k, text in enumerate(("{", '["José Smith"]', '{"José Smith": "jose smith"}')):
+        (course / intake.NAMES_FILE).write_text(text)
+        with pytest.raises(layout.UsageError, match="is not a map of Moodle names"):
+            intake.collect(download, LABS, tmp_path / f"w{k}", course=course)
+        assert (course / intake.NAMES_FILE).read_text() == text
+
+
 def test_the_layout_is_the_one_that_places_the_most_files():
     folders = [f"s{k}/{LAB}/{NB}" for k in range(3)] + [f"s0/{LAB}/old_1_2_{NB}"]
     assert intake.detect(folders, KNOWN) == "folders"  # a stray Canvas-like name
@@ -388,6 +506,44 @@ def test_a_canvas_zip_and_a_moodle_zip_are_graded_each_student_apart(tmp_path):
         "Ann Ray_37_assignsubmission_file/report.pdf",
     }
     assert not any("alice" in s for s in scores)
+
+
+@pytest.mark.slow
+def test_moodle_names_that_fold_alike_are_graded_as_two_people(tmp_path):
+    """Lab 1 from José Smith and from Zoë Ng and Zoe Ng, then from Jose Smith: four
+    people, four rows in grades-wide.csv with their own scores."""
+    import csv
+
+    need_sandbox()
+    course = tmp_path / "grading"
+    correct = json.dumps(answered(LAB))
+    wrong = json.dumps(answered(LAB, {"ex1-code": "def pt_step(w, x, c, eta):\n    return w\n"}))
+    one = make_zip(
+        tmp_path / "one.zip",
+        {
+            f"José Smith_1_assignsubmission_file/{NB}": correct,
+            f"Zoë Ng_2_assignsubmission_file/{NB}": correct,
+            f"Zoe Ng_3_assignsubmission_file/{NB}": wrong,
+        },
+    )
+    two = make_zip(tmp_path / "two.zip", {f"Jose Smith_7_assignsubmission_file/{NB}": wrong})
+    limits = sandbox.Limits(cell_seconds=10.0)
+    first = grade.grade(one, course, jobs=2, limits=limits, progress=False)
+    second = grade.grade(two, course, jobs=2, limits=limits, progress=False)
+    assert first["kept apart"] == (
+        "Moodle names that fold alike were kept apart: 'Zoe Ng' -> zoe.ng, "
+        "'Zoë Ng' -> zoe.ng-3c6416"
+    )
+    assert second["kept apart"] == (
+        "Moodle names that fold alike were kept apart: 'José Smith' -> jose.smith, "
+        "'Jose Smith' -> jose.smith-214edb"
+    )
+    assert [r.student for r in second["graded"]] == ["jose.smith-214edb"]
+    with open(course / "grades-wide.csv") as f:
+        wide = {r["student"]: r[LAB] for r in csv.DictReader(f)}
+    assert wide == {
+        "jose.smith": "7.0", "jose.smith-214edb": "4.0", "zoe.ng": "4.0", "zoe.ng-3c6416": "7.0"
+    }  # fmt: skip
 
 
 def test_the_grade_command_prints_the_files_it_could_not_place(monkeypatch, capsys):

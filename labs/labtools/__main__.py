@@ -95,6 +95,8 @@ def _grade(args) -> None:
             print(f"  {entry['file']!r}: {entry['why']}")
     if summary.get("late"):
         print(f"marked late by the platform: {', '.join(summary['late'])}")
+    if summary.get("kept apart"):
+        print(summary["kept apart"])
     for name, path in summary["exported"].items():
         print(f"{name}: {path}")
 

@@ -7,11 +7,16 @@ choose *Manual Grading*, a lab, a student: the answers graded by hand have a sco
 a comment field (saved as you type). Then ``python -m labtools export`` writes the grade
 tables with the manual scores, and ``python -m labtools feedback`` puts the comments into
 the feedback files.
+
+The server's output goes to ``logs/formgrader.log`` in the course folder (appended, one
+file per course): a pipe that nobody reads would fill after 64 KiB, about 320 submission
+pages, and then block the server. Its address space is capped at :data:`MEMORY` bytes.
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import secrets
 import subprocess
 import sys
@@ -21,6 +26,9 @@ from pathlib import Path
 
 from labtools import course as course_folder
 from labtools import layout
+
+LOG = Path("logs") / "formgrader.log"  # in the course folder, appended by each start
+MEMORY = 8 * 2**30  # bytes of address space for the server (RLIMIT_AS)
 
 
 def command(course: Path, port: int, token: str) -> list[str]:
@@ -45,21 +53,38 @@ def start(course: Path, port: int, token: str | None = None) -> tuple[subprocess
         raise layout.UsageError(f"{course} is not a course folder yet: grade something first")
     token = token or secrets.token_hex(24)
     env = dict(course_folder.nbgrader_env(), JUPYTER_PLATFORM_DIRS="1")
-    process = subprocess.Popen(
-        command(course, port, token),
-        cwd=course,  # nbgrader reads nbgrader_config.py from here
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,  # read only if it fails to start; quiet after that
-        text=True,
-    )
+    log = course / LOG
+    log.parent.mkdir(exist_ok=True)
+    with open(log, "ab") as output:  # the server keeps its own copy of the descriptor
+        start_at = output.tell()
+        process = subprocess.Popen(
+            command(course, port, token),
+            cwd=course,  # nbgrader reads nbgrader_config.py from here
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_limit_memory,
+        )
     deadline = time.monotonic() + 120
     while not _answers(port, token):
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
-            raise RuntimeError(f"JupyterLab did not start:\n{process.communicate()[1][-3000:]}")
+            process.wait()
+            raise RuntimeError(f"JupyterLab did not start ({log}):\n{_tail(log, start_at)}")
         time.sleep(0.25)
     return process, f"http://127.0.0.1:{port}/formgrader?token={token}"
+
+
+def _limit_memory() -> None:  # in the child, before JupyterLab starts
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+
+
+def _tail(log: Path, start: int, size: int = 3000) -> str:
+    """The last ``size`` bytes that this start wrote to ``log``."""
+    with open(log, "rb") as f:
+        f.seek(max(start, f.seek(0, os.SEEK_END) - size))
+        return f.read().decode(errors="replace")
 
 
 def _answers(port: int, token: str) -> bool:
@@ -73,7 +98,8 @@ def _answers(port: int, token: str) -> bool:
 def serve(course: Path, port: int = 8888) -> None:
     """Start formgrader and wait until Ctrl+C."""
     process, url = start(course, port)
-    print(f"formgrader for {course}: open {url}\n(Ctrl+C to stop)", flush=True)
+    log = Path(course).resolve() / LOG
+    print(f"formgrader for {course}: open {url}\n(log: {log}; Ctrl+C to stop)", flush=True)
     try:
         process.wait()
     except KeyboardInterrupt:

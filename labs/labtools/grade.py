@@ -89,11 +89,12 @@ def grade(
     with tempfile.TemporaryDirectory(prefix="submissions-") as tmp:
         # every lab's notebooks are read, so that --labs leaves the others out (counted),
         # and all is checked before the course folder is made or touched
-        taken = intake.collect(submissions, known, Path(tmp))
+        taken = intake.collect(submissions, known, Path(tmp), course=course)
         found = chosen(taken, submissions, labs, students)
         with courses.locked(course):
             courses.open_course(course)
             courses.back_up_gradebook(course)
+            taken.keep_names(course)
             todo, skipped, again, changed = [], [], [], []
             for sub in found:
                 data = None

@@ -13,7 +13,10 @@ Three layouts are read as they come, from a folder or a zip:
   (or, with "download as folders" off, flat files
   ``<Full Name>_<participant id>_assignsubmission_file_<file>``). The participant id is
   made per assignment, so the student id is the name folded to ASCII (``jane.doe``), with
-  a short digest of the exact name when folding lost letters.
+  a short digest of the name when folding lost letters. Names that fold alike are told
+  apart: the course folder keeps the exact name of each id (:data:`NAMES_FILE`), and a
+  name that arrives with an id another name holds gets the id plus a digest of its exact
+  name (:func:`moodle_ids`), reported in :attr:`Intake.kept_apart`.
 
 The layout is the one that places the most files (the folders layout on a tie), so a
 stray file cannot turn a class's download into another layout. Under Canvas and Moodle,
@@ -44,6 +47,7 @@ import unicodedata
 import zipfile
 import zlib
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -59,6 +63,8 @@ MOODLE_NAME = r"(?P<name>[^_/\x00-\x1f\x7f]+)_(?P<id>\d+)_assignsubmission_(?P<p
 MOODLE_FOLDER = re.compile(MOODLE_NAME + "_?")
 MOODLE_FILE = re.compile(MOODLE_NAME + "_(?P<file>.+)")
 RESUBMITTED = re.compile(r"-\d+$")  # "lab1_perceptron-1.ipynb": a platform's renamed copy
+# in the course folder: each Moodle name seen (NFC, otherwise exact) -> its student id
+NAMES_FILE = "moodle-names.json"
 
 
 @dataclass
@@ -79,6 +85,14 @@ class Intake:
     unplaced: list[Unplaced] = field(default_factory=list)
     names: dict[str, str] = field(default_factory=dict)  # student id -> name in the download
     late: list[str] = field(default_factory=list)  # "<student>/<lab>" the platform marked late
+    kept_apart: str = ""  # a line for the summary: Moodle names that fold alike, their ids
+    moodle_names: dict[str, str] | None = None  # the course folder's name map, if it grew
+
+    def keep_names(self, course: Path) -> None:
+        """Write the grown Moodle name map into the course folder (the run does, once it
+        holds the folder's lock, so that nothing is made before the submissions are read)."""
+        if self.moodle_names is not None:
+            write_names(course, self.moodle_names)
 
     def report(self) -> dict:
         return {
@@ -86,6 +100,7 @@ class Intake:
             "not placed": [{"file": u.file, "why": u.why} for u in self.unplaced],
             "names": dict(self.names),
             "late": list(self.late),
+            "kept apart": self.kept_apart,
         }
 
 
@@ -248,6 +263,92 @@ def moodle_student(name: str) -> str:
     return slug
 
 
+def exact_name(name: str) -> str:
+    """A Moodle name as it is compared: the download's exact text, in Unicode's composed
+    form (NFC), so that a zip tool that wrote it decomposed changes nothing."""
+    return unicodedata.normalize("NFC", name)
+
+
+def _digest(name: str, salt: int) -> str:
+    return hashlib.sha256(f"{salt}:{name}".encode() if salt else name.encode()).hexdigest()[:6]
+
+
+def moodle_ids(names: Iterable[str], known: dict[str, str]) -> dict[str, str]:
+    """The student id of every name: ``known`` (exact name -> id, from the course folder)
+    with the new ``names`` added. A known name keeps its id. A new name gets its folded id
+    (:func:`moodle_student`) if no other name holds it, else the folded id plus ``-`` and 6
+    hex digits of a digest of its exact name (another digest in the unlikely case that one
+    is held too). New names are taken in the order of their folded id, then of their exact
+    text, so one download gives the same ids whatever the order of its files. Every id
+    fits :data:`labtools.layout.STUDENT_ID` (at most 57 + 7 characters)."""
+    ids = dict(known)
+    held: dict[str, set[str]] = defaultdict(set)
+    for name, student in ids.items():
+        held[student].add(name)
+    new = {exact_name(n) for n in names} - set(ids)
+    for name in sorted(new, key=lambda n: (moodle_student(n), n)):
+        folded = student = moodle_student(name)
+        salt = 0
+        while held[student]:
+            student = f"{folded}-{_digest(name, salt)}"
+            salt += 1
+        ids[name] = student
+        held[student].add(name)
+    return ids
+
+
+def kept_apart(names: Iterable[str], ids: dict[str, str]) -> str:
+    """A line for the summary naming, for each of ``names`` whose folded id other names of
+    ``ids`` share under other ids, every such name and its id (the one holding the folded
+    id first); "" when there is none (names that ``ids`` joins under one id, as an
+    instructor may in the course folder's file for one person, are not kept apart). Names
+    are shown by ``repr``, so an invisible or bidi character shows as its escape
+    (``'Alice Smith\\u202e'``)."""
+    alike: dict[str, set[str]] = defaultdict(set)
+    for name in ids:
+        alike[moodle_student(name)].add(name)
+    groups = []
+    for folded in sorted({moodle_student(exact_name(n)) for n in names}):
+        if len({ids[n] for n in alike[folded]}) > 1:
+            group = sorted(alike[folded], key=lambda n: (ids[n] != folded, ids[n], n))
+            groups.append(", ".join(f"{n!r} -> {ids[n]}" for n in group))
+    return "Moodle names that fold alike were kept apart: " + "; ".join(groups) if groups else ""
+
+
+def read_names(course: Path) -> dict[str, str]:
+    """The Moodle names the course folder has seen, with their ids ({} before the first)."""
+    import json
+
+    path = Path(course) / NAMES_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as err:
+        raise UsageError(f"{path} cannot be read ({err.strerror})") from None
+    try:
+        names = json.loads(text)
+    except ValueError:
+        names = None
+    if not isinstance(names, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and layout.valid_student(v)
+        for k, v in names.items()
+    ):
+        raise UsageError(
+            f"{path} is not a map of Moodle names to student ids: restore it (from a backup "
+            "of the course folder), since the ids of names that fold alike depend on it"
+        )
+    return {exact_name(k): v for k, v in names.items()}
+
+
+def write_names(course: Path, ids: dict[str, str]) -> None:
+    """Keep ``ids`` (exact name -> student id) in the course folder, whole."""
+    import json
+
+    text = json.dumps(dict(sorted(ids.items())), indent=1, ensure_ascii=True) + "\n"
+    layout.write_whole(Path(course) / NAMES_FILE, text)
+
+
 @dataclass
 class _Place:
     student: str
@@ -319,9 +420,17 @@ def _duplicates(files: list[str]) -> str:
     )
 
 
-def _platform(listing: _Listing, kind: str, labs: list[str], known: list[str], from_zip: bool):
+def _platform(
+    listing: _Listing,
+    kind: str,
+    labs: list[str],
+    known: list[str],
+    from_zip: bool,
+    course: Path | None,
+):
     result = Intake(kind, [])
     placed: dict[tuple[str, str], list[str]] = defaultdict(list)
+    places: list[tuple[str, _Place]] = []
     for file in listing.files:
         where = _place(file, kind, known)
         if isinstance(where, str):
@@ -332,6 +441,17 @@ def _platform(listing: _Listing, kind: str, labs: list[str], known: list[str], f
             continue
         if where.lab not in labs:
             continue  # another lab than the ones asked for
+        places.append((file, where))
+    if kind == "moodle":
+        before = read_names(course) if course else {}
+        ids = moodle_ids((p.name for _, p in places), before)
+        if ids != before:  # kept by the run, under the course folder's lock (keep_names)
+            result.moodle_names = ids
+        for _, where in places:
+            where.name = exact_name(where.name)
+            where.student = ids[where.name]
+        result.kept_apart = kept_apart((p.name for _, p in places), ids)
+    for file, where in places:
         placed[(where.student, where.lab)].append(file)
         result.names.setdefault(where.student, where.name)
         if where.late:
@@ -403,9 +523,19 @@ def _relative(root: Path, path: Path) -> str:
         return str(path)
 
 
-def collect(source: Path, labs: list[str], workdir: Path, known: list[str] | None = None):
+def collect(
+    source: Path,
+    labs: list[str],
+    workdir: Path,
+    known: list[str] | None = None,
+    course: Path | None = None,
+):
     """Every submission of ``labs`` in ``source`` (a folder or a zip; a zip is unpacked
-    into ``workdir``), refused ones with their reason, and the files that no row holds."""
+    into ``workdir``), refused ones with their reason, and the files that no row holds.
+    With ``course`` (the course folder), a Moodle download's names are read from its
+    :data:`NAMES_FILE` and the new ones added by :meth:`Intake.keep_names`, so that names
+    that fold alike keep apart from one download to the next; without it, only within this
+    download."""
     source = Path(source)
     known = known or layout.lab_names()
     from_zip = source.is_file() and source.suffix.lower() == ".zip"
@@ -418,4 +548,4 @@ def collect(source: Path, labs: list[str], workdir: Path, known: list[str] | Non
     kind = detect(listing.files, known)
     if kind == "folders":
         return _folders(listing, labs, known)
-    return _platform(listing, kind, labs, known, from_zip)
+    return _platform(listing, kind, labs, known, from_zip, course)

@@ -1,0 +1,215 @@
+"""Manual grading in nbgrader's formgrader (labtools/formgrader.py): a score and a comment
+entered in Chromium reach the export and the feedback; the server keeps answering however
+much it logs (its output goes to logs/formgrader.log, never to a pipe that fills); a start
+that fails says why, from that log.
+"""
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from _helpers import free_port, need_chromium, need_sandbox, sandbox_lock
+from labtools import course as courses
+from labtools import export, feedback, formgrader, grade, layout
+from test_grading import LAB, LIMITS, hand_in, rows_of, solved
+
+PIPE = 2**16  # bytes a Linux pipe holds: the old server blocked once its log filled one
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory):
+    """A course folder where Ada's Lab 1 was graded, once for the module (each test takes
+    a copy, see copy_of); her submission's notebook id."""
+    from nbgrader.api import Gradebook
+
+    need_sandbox()
+    tmp_path = tmp_path_factory.mktemp("formgrader")
+    submissions, course = tmp_path / "in", tmp_path / "grading"
+    hand_in(submissions, "ada", solved())
+    with sandbox_lock():  # made before the test's own hold of the lock (tests/conftest.py)
+        grade.grade(submissions, course, limits=LIMITS, progress=False)
+    with Gradebook(courses.db_url(course)) as gb:
+        return course, gb.find_submission_notebook(LAB, LAB, "ada").id
+
+
+def copy_of(graded_class, tmp_path):
+    """The graded course folder, copied for one test (the gradebook holds no paths)."""
+    course, notebook_id = graded_class
+    copy = tmp_path / "grading"
+    shutil.copytree(course, copy, symlinks=True)
+    return copy, notebook_id
+
+
+def stop(process):
+    """Stop the server, bounded: a server blocked on its log does not heed SIGTERM."""
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=20)
+
+
+def wait_for_grades(page):
+    # formgrader binds each input to the gradebook when it has fetched the grades and
+    # comments, after the page's load event; a score typed before that is never saved (CI
+    # failed once on it). (Its `loaded` stays false here: MathJax comes from a CDN that a
+    # machine offline does not reach, and init stops there.)
+    page.wait_for_function(
+        "() => window.formgrader && formgrader.grades && formgrader.grades.loaded"
+        " && formgrader.comments && formgrader.comments.loaded",
+        timeout=30_000,
+    )
+
+
+@pytest.mark.slow
+def test_manual_grading_in_formgrader_reaches_the_export_and_the_feedback(graded_class, tmp_path):
+    """As an instructor would: grade, open a submission in formgrader (Chromium), enter a
+    score and a comment for the written answer, then export and regenerate feedback."""
+    need_chromium()
+    import browser
+
+    course, notebook_id = copy_of(graded_class, tmp_path)
+    before = next(r for r in rows_of(course) if r["lab"] == LAB)
+    assert (before["automatic"], before["manual"], before["total"]) == ("7.0", "0.0", "7.0")
+    port = free_port()
+    process, url = formgrader.start(course, port)
+    try:
+        token = url.split("token=")[1]
+        base = f"http://127.0.0.1:{port}"
+        with browser.playwright_chromium() as chromium:
+            page = chromium.new_page()
+            page.goto(f"{base}/formgrader?token={token}")  # logs in with the printed address
+            page.goto(f"{base}/formgrader/submissions/{notebook_id}/")
+            score, comment = page.locator("#ex4-answer"), page.locator("#ex4-answer-comment")
+            wait_for_grades(page)
+            with page.expect_response(lambda r: "/api/grade/" in r.url and r.ok):
+                score.fill("1.5")
+                score.press("Tab")
+            with page.expect_response(lambda r: "/api/comment/" in r.url and r.ok):
+                comment.fill("Right idea: the scale of w does not move the hyperplane.")
+                comment.press("Tab")
+    finally:
+        stop(process)
+    export.export(course)
+    after = next(r for r in rows_of(course) if r["lab"] == LAB)
+    assert (after["automatic"], after["manual"], after["total"]) == ("7.0", "1.5", "8.5")
+    assert after["status"] == "graded; 2 points wait for manual grading"  # ex2's trace table
+    feedback.generate_feedback(course, [LAB])
+    html = (course / "feedback" / "ada" / LAB / f"{LAB}.html").read_text()
+    assert "Right idea: the scale of w does not move the hyperplane." in html
+    assert "8.5 / 11" in html
+
+
+# Each request a submission's address without its "/" (as a link or a typed address has it):
+# the server answers with a redirect and logs it, 170 bytes, so 500 log 85 KB. From the page,
+# so that the browser's session goes through the real server (never its cache of the
+# permanent redirect); each one bounded.
+FLOOD = """async ([address, count]) => {
+    const answered = [];
+    for (let k = 0; k < count; k++) {
+        try {
+            const r = await fetch(address, {
+                redirect: "manual", cache: "no-store", signal: AbortSignal.timeout(5000)
+            });
+            answered.push(r.type);
+        } catch (err) {
+            answered.push(String(err));
+            break;
+        }
+    }
+    return answered;
+}"""
+
+
+@pytest.mark.slow
+def test_formgrader_keeps_answering_after_its_log_outgrows_a_pipe(graded_class, tmp_path):
+    """Red team, round 4, finding 5: the server's log went to a pipe that nobody read, and
+    after about 64 KiB (about 320 submission pages) every request hung."""
+    need_chromium()
+    import browser
+
+    course, notebook_id = copy_of(graded_class, tmp_path)
+    log = course / "logs" / "formgrader.log"
+    port = free_port()
+    process, url = formgrader.start(course, port)
+    try:
+        started = log.stat().st_size
+        token = url.split("token=")[1]
+        base = f"http://127.0.0.1:{port}"
+        with browser.playwright_chromium() as chromium:
+            page = chromium.new_page()
+            page.goto(f"{base}/formgrader?token={token}")  # logs in with the printed address
+            address = f"{base}/formgrader/submissions/{notebook_id}"
+            answered = page.evaluate(FLOOD, [address, 500])
+            assert answered == ["opaqueredirect"] * 500
+            page.goto(f"{address}/")  # the page itself, with the grades to enter
+            wait_for_grades(page)
+            assert page.locator("#ex4-answer").is_editable()
+    finally:
+        stop(process)
+    text = log.read_text()
+    assert text.count(f"301 GET /formgrader/submissions/{notebook_id} (") == 500
+    assert log.stat().st_size - started > PIPE
+
+
+def bare_course(tmp_path):
+    """A course folder as far as formgrader.start asks (its mark), without a lab: enough
+    for a server to start, without grading anything."""
+    course = tmp_path / "grading"
+    course.mkdir()
+    (course / layout.MARK).write_text(json.dumps({"course": layout.COURSE, "sources": {}}))
+    return course
+
+
+@pytest.mark.slow
+def test_two_thousand_logged_requests_are_all_answered(tmp_path):
+    course = bare_course(tmp_path)
+    port = free_port()
+    process, url = formgrader.start(course, port)
+    try:
+        token = url.split("token=")[1]
+        limits = Path(f"/proc/{process.pid}/limits").read_text().splitlines()
+        line = next(x for x in limits if x.startswith("Max address space"))
+        assert line.split()[3:5] == [str(formgrader.MEMORY)] * 2  # soft and hard
+        log = course / "logs" / "formgrader.log"
+        started = log.stat().st_size
+        deadline = time.monotonic() + 90
+        codes = []
+        for k in range(2000):  # each a 404, logged by the server as a line of about 140 B
+            try:
+                urllib.request.urlopen(f"{url.split('/formgrader')[0]}/missing-{k}?token={token}",
+                                       timeout=5)  # fmt: skip
+            except urllib.error.HTTPError as err:
+                codes.append(err.code)
+            assert time.monotonic() < deadline, f"{k} requests answered in 90 s"
+        assert codes == [404] * 2000
+    finally:
+        stop(process)
+    text = log.read_text()
+    assert sum(f"404 GET /missing-{k}?token=[secret]" in text for k in range(2000)) == 2000
+    assert log.stat().st_size - started > 2 * PIPE
+
+
+@pytest.mark.slow
+def test_a_start_that_fails_says_why_from_the_log(tmp_path):
+    course = bare_course(tmp_path)
+    (course / "logs").mkdir()
+    (course / "logs" / "formgrader.log").write_text("an earlier session\n")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(RuntimeError) as failed:
+            formgrader.start(course, port)
+    message = str(failed.value)
+    assert message.startswith(f"JupyterLab did not start ({course / 'logs' / 'formgrader.log'}):")
+    assert f"port {port} is already in use" in message
+    assert "an earlier session" not in message  # this start's lines only
+    assert (course / "logs" / "formgrader.log").read_text().startswith("an earlier session\n")
