@@ -272,6 +272,14 @@ def call(target: str, args: list, *, seconds: float, memory: int) -> str | None:
     return why
 
 
+def _limit_memory(size: int) -> None:
+    """This process's address space at most ``size`` bytes (or the hard limit, if lower)."""
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        size = min(size, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (size, hard))
+
+
 def _child(conn: socket.socket) -> None:
     """One job: grade a notebook and report as it goes, or write one feedback page."""
     fd = conn.fileno()
@@ -284,12 +292,11 @@ def _child(conn: socket.socket) -> None:
     if raw is None:
         return
     job = json.loads(raw)
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
     if "call" in job:
         import importlib
 
         job = job["call"]
-        resource.setrlimit(resource.RLIMIT_AS, (job["memory"], hard))
+        _limit_memory(job["memory"])
         module, _, name = job["target"].partition(":")
         try:
             getattr(importlib.import_module(module), name)(*job["args"])
@@ -303,7 +310,7 @@ def _child(conn: socket.socket) -> None:
     from labtools.sandbox import Limits
 
     limits = Limits(**task.limits)
-    resource.setrlimit(resource.RLIMIT_AS, (limits.grader_memory, hard))
+    _limit_memory(limits.grader_memory)
     submitted, why = read_submission(task.notebook)
     if submitted is None:
         send({"unreadable": why})
