@@ -105,9 +105,22 @@ def _export(args) -> None:
     from labtools import layout
     from labtools.export import export
 
-    layout.existing_course(Path(args.course))
-    for name, path in export(Path(args.course)).items():
+    if args.column and not args.canvas:
+        raise UsageError("--column goes with --canvas GRADEBOOK_EXPORT.csv")
+    if bool(args.moodle) != bool(args.lab):
+        raise UsageError("--moodle WORKSHEET.csv and --lab LAB go together")
+    course = Path(args.course)
+    layout.existing_course(course)
+    for name, path in export(course).items():
         print(f"{name}: {path}")
+    if args.canvas or args.moodle:
+        from labtools import platforms
+
+        if args.canvas:
+            print(f"canvas: {platforms.canvas(course, args.canvas, args.column)}")
+        if args.moodle:
+            for name, path in platforms.moodle(course, args.moodle, args.lab).items():
+                print(f"moodle {name}: {path}")
 
 
 def _feedback(args) -> None:

@@ -16,7 +16,9 @@ Three layouts are read as they come, from a folder or a zip:
   a short digest of the name when folding lost letters. Names that fold alike are told
   apart: the course folder keeps the exact name of each id (:data:`NAMES_FILE`), and a
   name that arrives with an id another name holds gets the id plus a digest of its exact
-  name (:func:`moodle_ids`), reported in :attr:`Intake.kept_apart`.
+  name (:func:`moodle_ids`), reported in :attr:`Intake.kept_apart`. The participant id of
+  each student and lab is kept too (:data:`PARTICIPANTS_FILE`): Moodle's grading worksheet
+  and its feedback upload name students by it (:mod:`labtools.platforms`).
 
 The layout is the one that places the most files (the folders layout on a tie), so a
 stray file cannot turn a class's download into another layout. Under Canvas and Moodle,
@@ -65,6 +67,8 @@ MOODLE_FILE = re.compile(MOODLE_NAME + "_(?P<file>.+)")
 RESUBMITTED = re.compile(r"-\d+$")  # "lab1_perceptron-1.ipynb": a platform's renamed copy
 # in the course folder: each Moodle name seen (NFC, otherwise exact) -> its student id
 NAMES_FILE = "moodle-names.json"
+# in the course folder: lab -> student id -> {"participant": id, "name": exact Moodle name}
+PARTICIPANTS_FILE = "moodle-participants.json"
 
 
 @dataclass
@@ -87,12 +91,17 @@ class Intake:
     late: list[str] = field(default_factory=list)  # "<student>/<lab>" the platform marked late
     kept_apart: str = ""  # a line for the summary: Moodle names that fold alike, their ids
     moodle_names: dict[str, str] | None = None  # the course folder's name map, if it grew
+    # a Moodle download's participants: lab -> student id -> {"participant", "name"}
+    participants: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
 
     def keep_names(self, course: Path) -> None:
-        """Write the grown Moodle name map into the course folder (the run does, once it
-        holds the folder's lock, so that nothing is made before the submissions are read)."""
+        """Write the grown Moodle name map and this download's participant ids into the
+        course folder (the run does, once it holds the folder's lock, so that nothing is
+        made before the submissions are read)."""
         if self.moodle_names is not None:
             write_names(course, self.moodle_names)
+        if self.participants:
+            write_participants(course, self.participants)
 
     def report(self) -> dict:
         return {
@@ -349,12 +358,53 @@ def write_names(course: Path, ids: dict[str, str]) -> None:
     layout.write_whole(Path(course) / NAMES_FILE, text)
 
 
+def read_participants(course: Path) -> dict[str, dict[str, dict[str, str]]]:
+    """The Moodle participant ids the course folder keeps: lab -> student id ->
+    ``{"participant": "1234567", "name": "Jane Doe"}`` ({} before the first download)."""
+    import json
+
+    path = Path(course) / PARTICIPANTS_FILE
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as err:
+        raise UsageError(
+            f"{path} cannot be read ({err}): grade the Moodle download again to rebuild it"
+        ) from None
+    if not isinstance(found, dict) or not all(
+        isinstance(who, dict)
+        and all(
+            isinstance(v, dict) and str(v.get("participant", "")).isdigit() for v in who.values()
+        )
+        for who in found.values()
+    ):
+        raise UsageError(
+            f"{path} is not a map of labs to Moodle participant ids: grade the Moodle "
+            "download again to rebuild it"
+        )
+    return found
+
+
+def write_participants(course: Path, participants: dict) -> None:
+    """Add ``participants`` (lab -> student id -> participant id and name) to the course
+    folder's :data:`PARTICIPANTS_FILE`, whole: a later download's entry replaces one."""
+    import json
+
+    kept = read_participants(course)
+    for lab, students in participants.items():
+        kept.setdefault(lab, {}).update(students)
+    text = json.dumps(kept, indent=1, sort_keys=True, ensure_ascii=True) + "\n"
+    layout.write_whole(Path(course) / PARTICIPANTS_FILE, text)
+
+
 @dataclass
 class _Place:
     student: str
     lab: str
     name: str  # the student's name in the download
     late: bool = False
+    participant: str = ""  # Moodle's participant id (made per assignment)
 
 
 def _place(file: str, kind: str, known: list[str]) -> _Place | str:
@@ -392,7 +442,8 @@ def _place(file: str, kind: str, known: list[str]) -> _Place | str:
         return f"{original!r} names no lab (expected one of {labs})"
     if not layout.valid_student(student):
         return f"{student!r} is not a valid student id"
-    return _Place(student, lab, name, late=bool(kind == "canvas" and match["late"]))
+    participant = match["id"] if kind == "moodle" else ""
+    return _Place(student, lab, name, bool(kind == "canvas" and match["late"]), participant)
 
 
 def _file_refusal(listing: _Listing, file: str, from_zip: bool) -> str | None:
@@ -454,6 +505,10 @@ def _platform(
     for file, where in places:
         placed[(where.student, where.lab)].append(file)
         result.names.setdefault(where.student, where.name)
+        if where.participant:
+            result.participants.setdefault(where.lab, {}).setdefault(
+                where.student, {"participant": where.participant, "name": where.name}
+            )
         if where.late:
             result.late.append(f"{where.student}/{where.lab}")
     for (student, lab), files in sorted(placed.items()):

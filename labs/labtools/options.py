@@ -15,7 +15,8 @@ import os
 JOBS = {
     "release": "regenerate labs/release from labs/source",
     "grade": "grade a folder or zip of submissions",
-    "export": "write grades.csv and grades-wide.csv (after manual grading)",
+    "export": "write grades.csv and grades-wide.csv (after manual grading); --canvas, "
+    "--moodle: grades for the platform's import",
     "feedback": "regenerate feedback (after manual grading)",
     "formgrader": "grade answers by hand in nbgrader's formgrader",
 }
@@ -65,12 +66,38 @@ def add_grade_options(grade: argparse.ArgumentParser) -> None:
     )
 
 
+def add_export_options(export: argparse.ArgumentParser) -> None:
+    """The options of ``export``: grades back into Canvas or Moodle
+    (:mod:`labtools.platforms`)."""
+    export.add_argument(
+        "--canvas",
+        metavar="GRADEBOOK_EXPORT.csv",
+        help="also write canvas-import.csv from this gradebook export downloaded from Canvas",
+    )
+    export.add_argument(
+        "--column",
+        action="append",
+        metavar="LAB=TITLE",
+        help="with --canvas: the export's column of LAB, e.g. lab1_perceptron='Lab 1 (1234)' "
+        "(repeatable; default: the one column whose title names the lab)",
+    )
+    export.add_argument(
+        "--moodle",
+        metavar="WORKSHEET.csv",
+        help="also fill this Moodle grading worksheet of --lab into moodle-LAB-worksheet.csv "
+        "and write moodle-LAB-feedback.zip",
+    )
+    export.add_argument("--lab", help="with --moodle: the lab the worksheet is for")
+
+
 def add_options(job: str, parser: argparse.ArgumentParser) -> None:
     """Declare the options of ``job`` (one of :data:`JOBS`) on ``parser``."""
     if job == "grade":
         add_grade_options(parser)
     elif job in ("export", "feedback", "formgrader"):
         add_course_option(parser)
+        if job == "export":
+            add_export_options(parser)
         if job == "feedback":
             parser.add_argument("--labs", nargs="+", help="only these labs")
         if job == "formgrader":

@@ -43,9 +43,13 @@ def written_html(answer: str) -> str:
 
 def autograded_notebook(source_nb: dict, result: dict) -> dict:
     """The notebook as graded, for formgrader and feedback: the plan's cells with the
-    grader's outputs (a failed test shows its error, as nbgrader's autograde does).
-    ``result``: what :func:`labtools.verdicts.evaluate` returned."""
+    grader's outputs (a failed test shows its error, as nbgrader's autograde does). A test
+    cell shows its visible part only (:func:`labtools.notebook.visible`, as the student
+    version has it): the feedback is rendered from this notebook, and nbgrader's would show
+    the hidden tests. ``result``: what :func:`labtools.verdicts.evaluate` returned."""
     import nbformat
+
+    from labtools import notebook
 
     cells = []
     for entry in result["cells"]:
@@ -56,7 +60,10 @@ def autograded_notebook(source_nb: dict, result: dict) -> dict:
             source = entry["html"] if "html" in entry else written_html(entry["source"])
             cells.append(nbformat.v4.new_markdown_cell(source, metadata=meta))
         else:
-            cell = nbformat.v4.new_code_cell(entry["source"], metadata=meta)
+            source = entry["source"]
+            if entry["role"] == "test":  # graded in full; shown as the student saw it
+                source = notebook.visible({"source": source})
+            cell = nbformat.v4.new_code_cell(source, metadata=meta)
             cell.outputs = [nbformat.from_dict(o) for o in entry["outputs"]]
             cells.append(cell)
     nb = nbformat.v4.new_notebook(cells=cells, metadata=source_nb.get("metadata", {}))

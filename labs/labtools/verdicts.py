@@ -210,9 +210,11 @@ class OutputBudget:
         if text:
             outputs.append({"output_type": "stream", "name": name, "text": text})
 
-    def error(self, err: BaseException, cell_name: str) -> dict:
+    def error(self, err: BaseException, cell_name: str, hidden: set[str] = frozenset()) -> dict:
+        """An error output; ``hidden``: the stripped lines of the cell's hidden tests, which
+        no traceback line may quote (the message is kept)."""
         frames = [
-            self.take(line)
+            self.take(_unquoted(line, hidden))
             for line in traceback.format_exception(type(err), err, err.__traceback__)[-20:]
             if "labtools" not in line  # the grader's own frames say nothing to the student
         ]
@@ -222,6 +224,19 @@ class OutputBudget:
             "evalue": self.take(str(err)[:2000]),
             "traceback": [f"in {cell_name}:", *frames],
         }
+
+
+def _unquoted(frame: str, hidden: set[str]) -> str:
+    """A traceback frame without the lines that quote ``hidden`` source (and the ``^``
+    marks under them)."""
+    kept, dropped = [], False
+    for line in frame.splitlines(keepends=True):
+        if line.strip() in hidden or (dropped and set(line.strip()) <= set("^~")):
+            dropped = True
+            continue
+        kept.append(line)
+        dropped = False
+    return "".join(kept)
 
 
 class SourceBudget:
@@ -336,7 +351,9 @@ def evaluate(
                 if out.getvalue():
                     budget.stream(entry["outputs"], "stdout", out.getvalue())
                 if failure is not None:
-                    entry["outputs"].append(budget.error(failure, label))
+                    shown = {line.strip() for line in (cell.sandbox or "").splitlines()}
+                    hidden = {line.strip() for line in cell.source.splitlines()} - shown - {""}
+                    entry["outputs"].append(budget.error(failure, label, hidden))
                 if cell.role == "test":
                     entry["passed"] = failure is None
                     entry["points"] = cell.points

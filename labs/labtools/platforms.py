@@ -1,0 +1,380 @@
+"""Grades back into a learning platform, in the platform's own import format.
+
+    python -m labtools export --canvas GRADEBOOK_EXPORT.csv [--column LAB=TITLE ...]
+    python -m labtools export --moodle WORKSHEET.csv --lab LAB
+
+Both start from a file the instructor downloaded from the platform, so that what goes back
+names the platform's own students and assignments, and both read the totals of
+``grades.csv`` (automatic + manual), written again first (:func:`labtools.export.export`).
+
+**Canvas** (:func:`canvas`): the gradebook export (Grades > Export). Canvas's importer
+(``lib/gradebook_importer.rb``) takes a file whose identity columns are ``Student, ID,
+Section``, ``Student, ID, SIS Login ID, Section`` or ``Student, ID, SIS User ID, SIS Login
+ID, [Integration ID], [Root Account], Section``; each assignment column is ``Title (id)``;
+an optional first row starts ``Points Possible``; students are matched by ``ID``. The
+written ``canvas-import.csv`` has the export's identity columns and rows verbatim, then a
+column per graded lab under the export's own header for it: the one named by ``--column
+LAB=TITLE`` (the whole header or its title), else the one whose title names the lab: holds
+its id (``lab1_perceptron``), its title (the lab's first heading, "Lab 1: Perceptron
+training by hand and in code") or its label ("Lab 1", not followed by a digit), case and
+spacing aside. A row's student is the course folder's student of that ``ID`` (a Canvas
+download's student id is that user id), else the one named by its ``SIS User ID`` or ``SIS
+Login ID`` (a course graded from folders named by login). A cell is the lab's total; empty
+where the student has no graded notebook for it (Canvas then leaves the grade as it is).
+The ``Points Possible`` row gets each lab's maximum. Refused (one line): a header that is
+not Canvas's, a lab that names no column or several, a graded student not in the export.
+
+**Moodle** (:func:`moodle`): the assignment's offline grading worksheet (View all
+submissions > Download grading worksheet). ``moodle-<lab>-worksheet.csv`` is that file with
+``Grade`` (the total, scaled to the worksheet's ``Maximum Grade`` when it differs from the
+lab's maximum, two decimals as Moodle writes them) and ``Feedback comments`` (the points
+and the status, plain text) filled for each graded student, matched by the participant id
+their submission's download carried (:data:`labtools.intake.PARTICIPANTS_FILE`); every
+other cell, row and column as it was, in the same encoding (a UTF-8 byte order mark kept),
+line ends and quoting (all fields quoted, or only where needed). ``moodle-<lab>-feedback.zip``
+holds each graded student's feedback page as Moodle's "Upload multiple feedback files in a
+zip" takes it: ``<Full Name>_<participant id>_assignsubmission_file_/<lab>.html``.
+Refused (one line): a worksheet without the columns the import reads, a lab with no graded
+notebook, a graded student without a participant id or not in the worksheet, a graded
+student without a feedback page.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import zipfile
+from pathlib import Path
+
+from labtools import layout
+from labtools.layout import UsageError
+
+CANVAS_FILE = "canvas-import.csv"
+# Canvas's assignment column: "Title (assignment id)"
+ASSIGNMENT = re.compile(r"(?P<title>.*\S)\s+\((?P<id>\d+)\)")
+CANVAS_LAYOUTS = (
+    ["Student", "ID", "Section"],
+    ["Student", "ID", "SIS Login ID", "Section"],
+    ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"],
+    ["Student", "ID", "SIS User ID", "SIS Login ID", "Integration ID", "Section"],
+    ["Student", "ID", "SIS User ID", "SIS Login ID", "Root Account", "Section"],
+    ["Student", "ID", "SIS User ID", "SIS Login ID", "Integration ID", "Root Account", "Section"],
+)
+MOODLE_COLUMNS = ("Identifier", "Grade", "Maximum Grade", "Last modified (grade)")
+FEEDBACK = "Feedback comments"
+PARTICIPANT = re.compile(r"Participant (\d+)")
+
+
+# ---------------------------------------------------------------------------------------
+# What both read
+
+
+def graded_totals(course: Path) -> tuple[dict[str, dict[str, dict]], dict[str, float]]:
+    """``grades.csv`` written again: {lab: {student: its row}} of the graded notebooks,
+    and each lab's maximum."""
+    from labtools.export import export
+    from labtools.wire import Status
+
+    path = export(course)["grades"]
+    graded: dict[str, dict[str, dict]] = {}
+    maxima: dict[str, float] = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            maxima[row["lab"]] = float(row["max_score"])
+            if Status.of(row["status"]) is Status.GRADED:
+                graded.setdefault(row["lab"], {})[row["student"]] = row
+    return graded, maxima
+
+
+def number(value: float) -> str:
+    """A score as the platforms show one: "8.5", "7", "2.25"."""
+    return f"{round(value, 2):g}"
+
+
+# the characters that make a writer quote a field: csv's minimal quoting (Ruby's CSV, as
+# Canvas writes), and PHP's fputcsv (Moodle's csv_export_writer), which quotes spaces too
+NEEDS_QUOTES = {"minimal": ',"\r\n', "fputcsv": ',"\r\n\t \\'}
+
+
+class Table:
+    """A CSV file as the platform wrote it: its rows, and how to write it back alike
+    (encoding, byte order mark, line ends, quoting: every field, or only the fields that
+    hold a character of :data:`NEEDS_QUOTES`, read from how its header is written)."""
+
+    def __init__(self, path: Path, what: str):
+        path = Path(path)
+        try:
+            data = path.read_bytes()
+        except OSError as err:
+            raise UsageError(f"{path} cannot be read ({err.strerror}): {what}") from None
+        self.bom = data.startswith(b"\xef\xbb\xbf")
+        try:
+            text, self.encoding = data.decode("utf-8-sig"), "utf-8"
+        except UnicodeDecodeError:  # saved again by a spreadsheet: its bytes kept as they are
+            text, self.encoding = data.decode("latin-1"), "latin-1"
+        self.newline = "\r\n" if "\r\n" in text else "\n"
+        try:
+            self.rows = list(csv.reader(io.StringIO(text, newline=""), strict=True))
+        except csv.Error as err:
+            raise UsageError(f"{path} is not a CSV file ({err}): {what}") from None
+        header = self.rows[0] if self.rows else []
+        first = text.split("\n", 1)[0].rstrip("\r")
+        if header and first.count('"') >= 2 * len(header) and first.startswith('"'):
+            self.quoting = "all"
+        elif any(" " in h and f'"{h}"' in first and not set(h) & set(',"') for h in header):
+            self.quoting = "fputcsv"
+        else:
+            self.quoting = "minimal"
+        self.path = path
+
+    def field(self, text: str) -> str:
+        if self.quoting == "all" or set(text) & set(NEEDS_QUOTES[self.quoting]):
+            return '"' + text.replace('"', '""') + '"'
+        return text
+
+    def write(self, path: Path, rows: list[list[str]]) -> None:
+        text = "".join(",".join(map(self.field, row)) + self.newline for row in rows)
+        write_bytes(
+            path, (b"\xef\xbb\xbf" if self.bom else b"") + text.encode(self.encoding, "replace")
+        )
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Write a file whole or not at all."""
+    part = Path(path).with_name(Path(path).name + ".part")
+    part.write_bytes(data)
+    part.replace(path)
+
+
+# ---------------------------------------------------------------------------------------
+# Canvas
+
+
+def canvas_identity(header: list[str]) -> int | None:
+    """How many identity columns a Canvas gradebook header has (through ``Section``), or
+    None if it is none of the layouts Canvas imports."""
+    names = [h.strip() for h in header]
+    for columns in CANVAS_LAYOUTS:
+        if names[: len(columns)] == columns:
+            return len(columns)
+    return None
+
+
+def lab_titles(course: Path, lab: str) -> tuple[str, str]:
+    """The lab's title (its source's first markdown heading, "Lab 1: Perceptron ...") and
+    its label (the title's part before ":", "Lab 1")."""
+    nb = json.loads((Path(course) / "source" / lab / f"{lab}.ipynb").read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            match = re.search(r"^#+\s+(.+)$", text, re.M)
+            if match:
+                title = match[1].strip()
+                return title, title.split(":")[0].strip()
+    return lab, lab
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def names_lab(title: str, lab: str, heading: str, label: str) -> bool:
+    """Whether a Canvas assignment's title names the lab (see the module)."""
+    title = _folded(title)
+    if lab.casefold() in title or _folded(heading) in title:
+        return True
+    return re.search(rf"(?<!\w){re.escape(_folded(label))}(?!\d)", title) is not None
+
+
+def parse_columns(items: list[str] | None, labs: list[str]) -> dict[str, str]:
+    """``--column LAB=TITLE`` items as {lab: title}."""
+    chosen = {}
+    for item in items or []:
+        lab, sep, title = item.partition("=")
+        lab, title = lab.strip(), title.strip()
+        if not sep or not title:
+            raise UsageError(f"--column takes LAB=TITLE, e.g. lab1_perceptron='Lab 1 (1234)'; "
+                             f"got {item!r}")  # fmt: skip
+        if lab not in labs:
+            raise UsageError(f"--column {item!r}: no lab {lab!r}; the labs are {', '.join(labs)}")
+        chosen[lab] = title
+    return chosen
+
+
+def title_of(header: str) -> str:
+    """An assignment column's title: "Lab 1 (1234)" -> "Lab 1"."""
+    return ASSIGNMENT.fullmatch(header)["title"]
+
+
+def choose_column(course: Path, lab: str, header: list[str], first: int, given: str | None):
+    """The index of the export's column for ``lab`` (see the module); UsageError if none
+    or several."""
+    assignments = {k: h for k, h in enumerate(header) if k >= first and ASSIGNMENT.fullmatch(h)}
+    if given is not None:
+        found = [k for k, h in assignments.items() if given in (h, title_of(h))]
+        how = f"--column {lab}={given!r} matches"
+    else:
+        heading, label = lab_titles(course, lab)
+        found = [k for k, h in assignments.items() if names_lab(title_of(h), lab, heading, label)]
+        how = f"{lab} ({heading!r}) is named by"
+    if len(found) == 1:
+        return found[0]
+    shown = ", ".join(repr(header[k]) for k in (found or assignments))
+    if not found:
+        raise UsageError(
+            f"{how} no assignment column of the export; its assignments: {shown or 'none'}; "
+            f"name one with --column {lab}='TITLE (ID)'"
+        )
+    raise UsageError(f"{how} {len(found)} columns ({shown}); name one with --column {lab}=...")
+
+
+def canvas(course, gradebook, columns: list[str] | None = None) -> Path:
+    """Write ``canvas-import.csv`` into ``course`` from the Canvas gradebook export
+    ``gradebook`` (see the module); return its path."""
+    course = Path(course)
+    what = "download it from Canvas (Grades > Export > Export Entire Gradebook)"
+    table = Table(gradebook, what)
+    header = table.rows[0] if table.rows else []
+    first = canvas_identity(header)
+    if first is None:
+        raise UsageError(
+            f"{gradebook} is not a Canvas gradebook export (its columns must start Student, "
+            f"ID, [SIS User ID, SIS Login ID, ...,] Section; they start {header[:4]}): {what}"
+        )
+    graded, maxima = graded_totals(course)
+    labs = layout.lab_names(course)
+    chosen = parse_columns(columns, labs)
+    if not graded:
+        raise UsageError(f"{course} has no graded notebook: nothing to export")
+    wanted = [lab for lab in labs if lab in graded]
+    index = {lab: choose_column(course, lab, header, first, chosen.get(lab)) for lab in wanted}
+    twice = {k for k in index.values() if list(index.values()).count(k) > 1}
+    if twice:
+        shared = [lab for lab, k in index.items() if k in twice]
+        raise UsageError(
+            f"labs {', '.join(shared)} all go to the column {header[min(twice)]!r}: "
+            "name each one's column with --column LAB=TITLE"
+        )
+    names = [h.strip() for h in header[:first]]
+    students = {s for lab in wanted for s in graded[lab]}
+    rows, found = [header[:first] + [header[index[lab]] for lab in wanted]], set()
+    for row in table.rows[1:]:
+        row = row + [""] * (first - len(row))
+        if not any(cell.strip() for cell in row):
+            continue
+        if row[0].strip() == "Points Possible":
+            rows.append(row[:first] + [number(maxima[lab]) for lab in wanted])
+            continue
+        ids = dict(zip(names, (cell.strip() for cell in row[:first]), strict=True))
+        student = ids["ID"] if ids["ID"] in students else None
+        if student is None:
+            sis = {ids.get("SIS User ID"), ids.get("SIS Login ID")} & students
+            student = sis.pop() if len(sis) == 1 else None
+        found.add(student)
+        cells = [graded.get(lab, {}).get(student) for lab in wanted]
+        rows.append(row[:first] + [number(float(r["total"])) if r else "" for r in cells])
+    missing = sorted(students - found)
+    if missing:
+        raise UsageError(
+            f"{len(missing)} graded students are not in {gradebook} (by ID, SIS User ID or "
+            f"SIS Login ID): {', '.join(missing)}; download the gradebook export again "
+            "after they are enrolled"
+        )
+    out = course / CANVAS_FILE
+    table.write(out, rows)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Moodle
+
+
+def comment(row: dict) -> str:
+    """The feedback comment of one graded notebook: its points and its status."""
+    return (
+        f"{number(float(row['total']))} of {number(float(row['max_score']))} points: "
+        f"{number(float(row['automatic']))} automatic, {number(float(row['manual']))} "
+        f"graded by hand. Status: {row['status']}."
+    )
+
+
+def moodle(course, worksheet, lab: str) -> dict[str, Path]:
+    """Write ``moodle-<lab>-worksheet.csv`` and ``moodle-<lab>-feedback.zip`` into
+    ``course`` from Moodle's grading worksheet ``worksheet`` (see the module); return
+    their paths (``worksheet``, ``feedback``)."""
+    from labtools.intake import read_participants
+
+    course = Path(course)
+    labs = layout.lab_names(course)
+    if lab not in labs:
+        raise UsageError(f"--lab {lab!r}: no such lab; the labs are {', '.join(labs)}")
+    what = (
+        "download it from the assignment (View all submissions > Download grading worksheet, "
+        "with Offline grading worksheet and Feedback comments on in its feedback types)"
+    )
+    table = Table(worksheet, what)
+    header = table.rows[0] if table.rows else []
+    lacking = [c for c in (*MOODLE_COLUMNS, FEEDBACK) if c not in header]
+    if lacking:
+        raise UsageError(
+            f"{worksheet} is not Moodle's grading worksheet (no column {', '.join(lacking)}): "
+            + what
+        )
+    at = {c: header.index(c) for c in (*MOODLE_COLUMNS, FEEDBACK)}
+    graded, maxima = graded_totals(course)
+    if lab not in graded:
+        raise UsageError(f"{course} has no graded notebook of {lab}: grade it first")
+    mine = graded[lab]
+    known = read_participants(course).get(lab, {})
+    unknown = sorted(set(mine) - set(known))
+    if unknown:
+        raise UsageError(
+            f"{len(unknown)} graded students of {lab} have no Moodle participant id (not "
+            f"graded from a Moodle download of it): {', '.join(unknown)}"
+        )
+    rows = [list(r) for r in table.rows]
+    by_id = {}
+    for k, row in enumerate(rows[1:], start=1):
+        match = PARTICIPANT.fullmatch(row[at["Identifier"]].strip()) if len(row) > 1 else None
+        if match:
+            by_id[match[1]] = k
+    absent = sorted(s for s in mine if known[s]["participant"] not in by_id)
+    if absent:
+        listed = ", ".join(f"{known[s]['name']} (Participant {known[s]['participant']})"
+                           for s in absent)  # fmt: skip
+        raise UsageError(
+            f"{len(absent)} graded students of {lab} are not in {worksheet}: {listed}; is "
+            "it the worksheet of the assignment whose submissions were graded?"
+        )
+    pages = {s: course / "feedback" / s / lab / f"{lab}.html" for s in mine}
+    without = sorted(s for s, page in pages.items() if not page.is_file())
+    if without:
+        raise UsageError(
+            f"{len(without)} graded students of {lab} have no feedback page: "
+            f"{', '.join(without)}; write them with `tasks.py feedback --labs {lab}`"
+        )
+    for student, row in sorted(mine.items()):
+        cells = rows[by_id[known[student]["participant"]]]
+        cells += [""] * (len(header) - len(cells))
+        total, top = float(row["total"]), maxima[lab]
+        try:
+            scale = float(cells[at["Maximum Grade"]].replace(",", "."))
+        except ValueError:
+            scale = top
+        grade = total * scale / top if top and scale != top else total
+        cells[at["Grade"]] = f"{grade:.2f}"
+        cells[at[FEEDBACK]] = comment(row)
+    out = course / f"moodle-{lab}-worksheet.csv"
+    table.write(out, rows)
+    archive = course / f"moodle-{lab}-feedback.zip"
+    part = archive.with_name(archive.name + ".part")
+    with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as zf:
+        for student in sorted(mine):
+            who = known[student]
+            name = who["name"].replace("_", " ")  # Moodle splits the folder's name at "_"
+            folder = f"{name}_{who['participant']}_assignsubmission_file_"
+            zf.write(pages[student], f"{folder}/{lab}.html")
+    part.replace(archive)
+    return {"worksheet": out, "feedback": archive}
