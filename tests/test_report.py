@@ -90,9 +90,9 @@ def answers(**texts):
 def test_tokens_rename_the_students_names_and_keep_the_labs():
     given = frozenset({"x", "np"})
     assert similarity.code_tokens("total = np.sum(x) + 1  # mine\n", given) == [
-        *("V", "=", "np", ".", "sum", "(", "x", ")", "+", "1", ";")
+        *("V", "=", "np", ".sum", "(", "x", ")", "+", "1")
     ]
-    assert similarity.code_tokens("%timeit f()\ns = 'a'\n") == ["V", "=", '"S"', ";"]
+    assert similarity.code_tokens("%timeit f()\ns = 'a'\n") == ["V", "=", '"S"']
     assert similarity.code_tokens("def f(:\n") == ["def", "V", "(", ":"]  # up to the error
     assert similarity.code_tokens("x = (1,\n") == ["V", "=", "(", "1", ","]
     assert similarity.text_tokens("The Weights, scaled!") == ["the", "weights", "scaled"]
@@ -124,12 +124,10 @@ def test_the_stub_is_left_out():
     assert pairs_of(answers(frank=mine, gina=theirs)) == {}
     assert ("frank", "gina") in pairs_of(answers(frank=mine, gina=theirs), exclude=False)
     # the stub alone leaves no fingerprint
-    assert (
-        similarity.fingerprints(
-            Answer("h", {CELL: STUB}), similarity.excluded_kgrams({CELL: [STUB]}, {}, GIVEN), GIVEN
-        )
-        == {}
-    )
+    excluded = similarity.excluded_kgrams({CELL: [STUB]}, {}, GIVEN)
+    (prints,) = similarity.fingerprints(Answer("h", {CELL: STUB}), excluded, GIVEN).values()
+    assert len(prints) == 0
+    assert len(similarity.fingerprints(Answer("h", {CELL: STUB}), {}, GIVEN)[CELL]) > 0
 
 
 def test_a_planted_ring_is_found_in_a_large_made_up_class():

@@ -158,7 +158,8 @@ def bar_figure(counts: dict[float, int], xlabel: str, alt: str) -> str:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(4.0, 2.2), dpi=80, layout="constrained")
+    fig = Figure(figsize=(4.0, 2.2), dpi=80)
+    fig.subplots_adjust(left=0.14, right=0.97, bottom=0.24, top=0.95)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     keys = sorted(counts)
