@@ -23,6 +23,7 @@ For instructors (see the instructor guide in the book; `--help` after each job):
     python3 tasks.py formgrader              # grade answers by hand (nbgrader's formgrader)
     python3 tasks.py export                  # grades.csv and grades-wide.csv, manual marks too
     python3 tasks.py feedback                # feedback files again, with your comments
+    python3 tasks.py report                  # report.html: how the class did, similar answers
 
 Only the standard library is used here, so a fresh machine with Python 3.11 is enough.
 """
@@ -364,7 +365,7 @@ def command_line() -> argparse.ArgumentParser:
         "arguments go to `jupyter lab`, e.g. --no-browser --port 8890.",
     )
     options = labtools_options()  # declared once, by labtools (standard library only)
-    for name in ("grade", "formgrader", "export", "feedback"):
+    for name in ("grade", "formgrader", "export", "feedback", "report"):
         options.add_options(name, jobs.add_parser(name, help=options.JOBS[name]))
     return parser
 
@@ -419,7 +420,7 @@ def main(argv: list[str] | None = None) -> None:
                     binder.wait()
         elif job == "labs":
             labtools("release")  # exits with its code
-        elif job in ("grade", "formgrader", "export", "feedback"):
+        elif job in ("grade", "formgrader", "export", "feedback", "report"):
             if job == "grade":
                 check_grade_arguments(args)
             # the same arguments, as given: labtools declares and reads them (labtools.options)

@@ -146,3 +146,93 @@ def sandbox_lock(alone: bool = False, path: Path = SANDBOX_LOCK):
             fcntl.flock(lock, fcntl.LOCK_UN)
             if alone:
                 fcntl.flock(gate, fcntl.LOCK_UN)
+
+
+def class_folder(course, results, labs=None):
+    """A course folder as ``grade`` leaves it, written without grading (for the report):
+    each lab's source and student version copied from ``labs`` (labs/), and for each
+    ``results[student][lab]``, a dict with ``answers`` ({grade id: text}, else the
+    instructor's, as :func:`answered` hands them in), ``tests`` ({grade id: (score,
+    message)}, else full points and no message), ``seconds``, or ``status`` (a status text
+    other than graded: then no notebook is kept, as labtools.record does): its submitted
+    notebook and its row (labtools.wire.Row.to_json) in ``results/``."""
+    import hashlib
+    import shutil
+
+    from labtools import layout
+    from labtools import notebook as nbcells
+    from labtools.wire import Row, Status
+
+    labs = ROOT / "labs" if labs is None else labs
+    course = Path(course)
+    used = sorted({lab for mine in results.values() for lab in mine})
+    for lab in used:
+        for kind in ("source", "release"):
+            shutil.copytree(labs / kind / lab, course / kind / lab, dirs_exist_ok=True)
+    mark = {"course": layout.COURSE, "sources": {lab: "" for lab in used}}
+    (course / layout.MARK).write_text(json.dumps(mark))
+    points = {}
+    for lab in used:
+        cells = json.loads((labs / "source" / lab / f"{lab}.ipynb").read_text())["cells"]
+        points[lab] = {
+            nbcells.grade_id(c): float(nbcells.nbgrader(c).get("points", 0))
+            for c in cells
+            if nbcells.is_test(c)
+        }
+    for student, mine in results.items():
+        for lab, given in mine.items():
+            if "status" in given:
+                row = Row.of(student, lab, "", given["status"])
+            else:
+                data = json.dumps(answered(lab, given.get("answers"), labs), indent=1)
+                where = course / "submitted" / student / lab / f"{lab}.ipynb"
+                where.parent.mkdir(parents=True, exist_ok=True)
+                where.write_text(data)
+                row = Row(student, lab, hashlib.sha256(data.encode()).hexdigest(), Status.GRADED)
+                scores = given.get("tests", {})
+                row.tests = {
+                    gid: {
+                        "score": scores.get(gid, (most, ""))[0],
+                        "points": most,
+                        "message": scores.get(gid, (most, ""))[1],
+                    }
+                    for gid, most in points[lab].items()
+                }
+                row.seconds = given.get("seconds", 1.0)
+            path = course / "results" / student / f"{lab}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(row.to_json(), indent=1))
+    return course
+
+
+def random_answer(rng, lines=12):
+    """A made-up answer cell of ``lines`` statements, each drawn at random (names, numpy
+    functions, operators, numbers): two of them are about as alike as two students' own
+    answers, far less than a copy."""
+    functions = ["np.sum", "np.dot", "np.maximum", "np.where", "len", "abs", "np.exp", "min"]
+    operators = ["+", "-", "*", "/", "@"]
+    names = ["w", "x", "c", "eta"]
+    out = [f"def answer({', '.join(names)}):"]
+    for k in range(lines):
+        shape = int(rng.integers(0, 4))
+        a, b = rng.choice(names), rng.choice(names)
+        f, op, n = rng.choice(functions), rng.choice(operators), int(rng.integers(0, 10))
+        if shape == 0:
+            out.append(f"    v{k} = {f}({a}) {op} {n}")
+        elif shape == 1:
+            out.append(f"    for i in range({n}):\n        {a} = {a} {op} {f}({b}, {n})")
+        elif shape == 2:
+            out.append(f"    if {f}({a}) > {n}:\n        {b} = {b} {op} {a}")
+        else:
+            out.append(f"    {a} = [{f}(t) {op} {n} for t in {b}]")
+        names.append(f"v{k}") if shape == 0 else None
+    out.append(f"    return {rng.choice(names)}")
+    return "\n".join(out) + "\n"
+
+
+def renamed(code, names):
+    """``code`` with each name of ``names`` ({old: new}) renamed, as a student who copies
+    would rename them (whole words only)."""
+    import re
+
+    return re.sub(r"\b\w+\b", lambda m: names.get(m[0], m[0]), code)

@@ -92,7 +92,7 @@ def declared(parser: argparse.ArgumentParser) -> dict:
     }
 
 
-@pytest.mark.parametrize("job", ["grade", "formgrader", "export", "feedback"])
+@pytest.mark.parametrize("job", ["grade", "formgrader", "export", "feedback", "report"])
 def test_both_entry_points_accept_the_same_options(job):
     from labtools.__main__ import parser
 

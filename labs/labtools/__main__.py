@@ -133,6 +133,14 @@ def _feedback(args) -> None:
     print(f"feedback regenerated in {course / 'feedback'}")
 
 
+def _report(args) -> None:
+    from labtools import layout
+    from labtools.report import write_report
+
+    layout.existing_course(Path(args.course))
+    print(f"class report: {write_report(Path(args.course))}")
+
+
 def _release(args) -> None:
     from labtools import release
 
@@ -155,6 +163,7 @@ def parser() -> argparse.ArgumentParser:
         "export": _export,
         "feedback": _feedback,
         "formgrader": _formgrader,
+        "report": _report,
     }
     for name, text in options.JOBS.items():
         job = jobs.add_parser(name, help=text)

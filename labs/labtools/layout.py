@@ -156,7 +156,7 @@ def check_course(course: Path) -> None:
 
 def existing_course(course: Path) -> None:
     """Refuse a course folder that does not exist or was not made by ``grade`` (for the
-    jobs that read one: export, feedback, formgrader)."""
+    jobs that read one: export, feedback, formgrader, report)."""
     course = Path(course)
     if not course.exists():
         raise UsageError(

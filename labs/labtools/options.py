@@ -19,6 +19,7 @@ JOBS = {
     "--moodle: grades for the platform's import",
     "feedback": "regenerate feedback (after manual grading)",
     "formgrader": "grade answers by hand in nbgrader's formgrader",
+    "report": "write report.html: scores, failure messages, time and similar answers per lab",
 }
 
 
@@ -94,7 +95,7 @@ def add_options(job: str, parser: argparse.ArgumentParser) -> None:
     """Declare the options of ``job`` (one of :data:`JOBS`) on ``parser``."""
     if job == "grade":
         add_grade_options(parser)
-    elif job in ("export", "feedback", "formgrader"):
+    elif job in ("export", "feedback", "formgrader", "report"):
         add_course_option(parser)
         if job == "export":
             add_export_options(parser)

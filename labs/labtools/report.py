@@ -1,0 +1,347 @@
+"""The class report: ``report.html`` in the course folder (``python -m labtools report``).
+
+One self-contained page, read from the course folder alone (no gradebook, no network):
+for each lab, how many students were graded, missing, not graded and late, the time per
+notebook, the distribution of the total automatic score, and for each test cell (by its
+nbgrader grade id) the distribution of its score and the commonest failure messages, each
+with its count and one student who got it; then the pairs of students whose answers are
+unusually alike (:mod:`labtools.similarity`), with the two answers side by side.
+
+Its figures are PNG images inside the page (matplotlib, Agg), each with alt text that says
+what it shows; its style is inline; it has no script. Everything a student controls
+(messages, ids, answers) is escaped. Manual scores are not read: it shows what the tests
+measured.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import re
+import statistics
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from labtools import course as courses
+from labtools import layout, similarity
+from labtools import notebook as nbcells
+from labtools.record import read_row
+from labtools.wire import Row, Status
+
+REPORT = "report.html"
+TOP_MESSAGES = 5  # failure messages listed per test cell
+MAX_MESSAGE = 500  # characters of a message shown (and compared)
+MAX_PAIRS = 40  # similar pairs shown, the closest first
+MAX_SHOWN = 4_000  # characters of an answer shown beside the other
+LATE = "not recorded (the course folder keeps no list of late submissions)"
+
+STYLE = """
+body { font-family: system-ui, sans-serif; max-width: 75rem; margin: 1rem auto;
+  padding: 0 1rem; color: #1a1a1a; background: #fff; line-height: 1.4; }
+table { border-collapse: collapse; margin: .5rem 0 1rem; }
+th, td { border: 1px solid #bbb; padding: .25rem .5rem; text-align: left; vertical-align: top; }
+th { background: #eef; }
+pre { white-space: pre-wrap; word-break: break-word; background: #f6f6f6; padding: .5rem;
+  margin: 0; font-size: .85rem; max-height: 30rem; overflow: auto; }
+.side { display: grid; grid-template-columns: 1fr 1fr; gap: .5rem; margin-bottom: 1rem; }
+figure { margin: .5rem 0; } img { max-width: 100%; height: auto; }
+section.lab { border-top: 2px solid #446; margin-top: 2rem; }
+.note { color: #444; font-size: .9rem; }
+"""
+
+
+def esc(value) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def anchor(*parts: str) -> str:
+    """An element id made of ``parts`` (lab and grade ids are the instructor's)."""
+    return "-".join(re.sub(r"[^A-Za-z0-9_]+", "_", p) for p in parts)
+
+
+@dataclass
+class Lab:
+    """What the course folder says about one lab."""
+
+    name: str
+    tests: dict[str, float] = field(default_factory=dict)  # grade id -> points, in order
+    answers: dict[str, str] = field(default_factory=dict)  # grade id -> "code" / "markdown"
+    solutions: dict[str, str] = field(default_factory=dict)
+    stubs: dict[str, str] = field(default_factory=dict)
+    given: frozenset[str] = frozenset()
+    rows: dict[str, Row] = field(default_factory=dict)  # student -> row
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        if path.stat().st_size > layout.MAX_NOTEBOOK:
+            return None
+        data = json.loads(path.read_text(errors="replace"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _cells(nb: dict | None) -> list[dict]:
+    cells = nb.get("cells") if nb else None
+    return [c for c in cells if isinstance(c, dict)] if isinstance(cells, list) else []
+
+
+def read_lab(course: Path, name: str, students: list[str]) -> Lab:
+    lab = Lab(name)
+    for cell in _cells(_read_json(course / "source" / name / f"{name}.ipynb")):
+        gid = nbcells.grade_id(cell)
+        if gid and nbcells.is_test(cell):
+            lab.tests[gid] = float(nbcells.nbgrader(cell).get("points", 0) or 0)
+        elif gid and nbcells.is_answer(cell):
+            lab.answers[gid] = cell.get("cell_type", "code")
+            lines = nbcells.text(cell).splitlines(keepends=True)
+            lab.solutions[gid] = "".join(line for line in lines if "### " not in line)
+    release = _cells(_read_json(course / "release" / name / f"{name}.ipynb"))
+    lab.stubs = {nbcells.grade_id(c): nbcells.text(c) for c in release if nbcells.grade_id(c)}
+    code = [nbcells.text(c) for c in release if c.get("cell_type") == "code"]
+    lab.given = similarity.given_names(code)
+    for student in students:
+        path = courses.result_path(course, student, name)
+        if path.exists():
+            try:
+                lab.rows[student] = read_row(path)
+            except (OSError, ValueError, KeyError, TypeError):
+                lab.rows[student] = Row(student, name, "", Status.UNREADABLE, " (results file)")
+    for row in lab.rows.values():  # tests a row has that the source does not (an old copy)
+        for gid, test in (row.tests or {}).items():
+            if isinstance(test, dict):
+                lab.tests.setdefault(gid, float(test.get("points") or 0))
+    return lab
+
+
+def submitted_answers(course: Path, lab: Lab) -> list[similarity.Answer]:
+    """Each graded student's answer cells, matched by grade id (the first of each)."""
+    found = []
+    for student, row in sorted(lab.rows.items()):
+        if not row.graded:
+            continue
+        path = course / "submitted" / student / lab.name / f"{lab.name}.ipynb"
+        cells: dict[str, str] = {}
+        for cell in _cells(_read_json(path)):
+            gid = nbcells.grade_id(cell)
+            if (
+                gid in lab.answers
+                and gid not in cells
+                and cell.get("cell_type") == lab.answers[gid]
+            ):
+                cells[gid] = nbcells.text(cell)[: similarity.MAX_CHARS]
+        code = {gid: kind == "code" for gid, kind in lab.answers.items()}
+        found.append(similarity.Answer(student, cells, code))
+    return found
+
+
+def lab_pairs(course: Path, lab: Lab) -> tuple[list[similarity.Pair], dict[str, dict]]:
+    """The lab's similar pairs, and each student's answers (to show them)."""
+    answers = submitted_answers(course, lab)
+    code = {gid: kind == "code" for gid, kind in lab.answers.items()}
+    texts = {gid: [lab.stubs.get(gid, ""), lab.solutions.get(gid, "")] for gid in lab.answers}
+    excluded = similarity.excluded_kgrams(texts, code, lab.given)
+    pairs = similarity.similar_pairs(lab.name, answers, excluded, lab.given)
+    return pairs, {a.student: a.cells for a in answers}
+
+
+# --- figures -------------------------------------------------------------------------------
+
+
+def bar_figure(counts: dict[float, int], xlabel: str, alt: str) -> str:
+    """An <img> of a bar chart (number of students per score), as a PNG data URI."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4.0, 2.2), dpi=80)
+    fig.subplots_adjust(left=0.14, right=0.97, bottom=0.24, top=0.95)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    keys = sorted(counts)
+    ax.bar([f"{k:g}" for k in keys], [counts[k] for k in keys], color="#4a6fa5")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("students")
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" alt="{esc(alt)}">'
+
+
+def distribution_text(what: str, counts: dict[float, int], out_of: float) -> str:
+    parts = [f"{n} scored {k:g}" for k, n in sorted(counts.items())]
+    return f"{what}, out of {out_of:g}: " + ("; ".join(parts) or "no graded notebook")
+
+
+# --- sections -------------------------------------------------------------------------------
+
+
+def _score(value) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def lab_section(lab: Lab, students: list[str]) -> str:
+    graded = {s: r for s, r in lab.rows.items() if r.graded}
+    missing = [s for s in students if s not in lab.rows]
+    other = Counter(r.status.value for r in lab.rows.values() if not r.graded)
+    seconds = [r.seconds for r in graded.values() if isinstance(r.seconds, int | float)]
+    out = [f'<section class="lab" id="{anchor("lab", lab.name)}">', f"<h2>{esc(lab.name)}</h2>"]
+    out.append("<table>")
+    out.append(f"<tr><th>graded</th><td>{len(graded)}</td></tr>")
+    out.append(f"<tr><th>missing (no submission)</th><td>{len(missing)}</td></tr>")
+    for status, count in sorted(other.items()):
+        out.append(f"<tr><th>{esc(status)}</th><td>{count}</td></tr>")
+    out.append(f"<tr><th>late</th><td>{esc(LATE)}</td></tr>")
+    if seconds:
+        slowest = max(graded.values(), key=lambda r: r.seconds or 0)
+        out.append(
+            f"<tr><th>seconds per notebook</th><td>median {statistics.median(seconds):.1f}, "
+            f"max {max(seconds):.1f} ({esc(slowest.student)})</td></tr>"
+        )
+    else:
+        out.append("<tr><th>seconds per notebook</th><td>none graded</td></tr>")
+    out.append("</table>")
+    if missing:
+        out.append(f'<p class="note">Missing: {esc(", ".join(missing))}</p>')
+    total_points = sum(lab.tests.values())
+    totals: Counter = Counter()
+    for row in graded.values():
+        tests = row.tests or {}
+        totals[round(sum(_score(t.get("score")) or 0 for t in tests.values()), 2)] += 1
+    alt = distribution_text(f"{lab.name}: automatic score per student", totals, total_points)
+    out.append(f"<figure>{bar_figure(totals, 'automatic score', alt)}")
+    out.append(f"<figcaption>{esc(alt)}</figcaption></figure>")
+    out.append("<h3>Test cells</h3><table><tr><th>grade id</th><th>points</th><th>full</th>")
+    out.append("<th>partial</th><th>zero</th><th>mean</th></tr>")
+    details = []
+    for gid, points in lab.tests.items():
+        scores, messages, example = Counter(), Counter(), {}
+        for student, row in sorted(graded.items()):
+            test = (row.tests or {}).get(gid)
+            score = _score(test.get("score")) if isinstance(test, dict) else None
+            if score is None:
+                continue
+            scores[score] += 1
+            message = test.get("message")
+            if score < points and isinstance(message, str) and message.strip():
+                key = message.strip()[:MAX_MESSAGE]
+                messages[key] += 1
+                example.setdefault(key, student)
+        n = sum(scores.values())
+        full = sum(c for s, c in scores.items() if s >= points)
+        zero = sum(c for s, c in scores.items() if s <= 0 < points)
+        mean = sum(s * c for s, c in scores.items()) / n if n else 0.0
+        ident = anchor("test", lab.name, gid)
+        out.append(
+            f'<tr><td><a href="#{ident}">{esc(gid)}</a></td><td>{points:g}</td><td>{full}</td>'
+            f"<td>{n - full - zero}</td><td>{zero}</td><td>{mean:.2f}</td></tr>"
+        )
+        alt = distribution_text(f"{lab.name}, {gid}: score per student", scores, points)
+        part = [f'<div id="{ident}"><h4>{esc(gid)} ({points:g} points)</h4>']
+        part.append(f"<figure>{bar_figure(scores, 'score', alt)}</figure>")
+        if messages:
+            part.append("<table><tr><th>failure message</th><th>students</th><th>e.g.</th></tr>")
+            for message, count in messages.most_common(TOP_MESSAGES):
+                part.append(
+                    f"<tr><td><pre>{esc(message)}</pre></td><td>{count}</td>"
+                    f"<td>{esc(example[message])}</td></tr>"
+                )
+            part.append("</table>")
+            if len(messages) > TOP_MESSAGES:
+                part.append(f'<p class="note">{len(messages) - TOP_MESSAGES} other messages</p>')
+        else:
+            part.append('<p class="note">No failure message.</p>')
+        details.append("".join(part) + "</div>")
+    out.append("</table>")
+    out += details
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def similarity_section(pairs: list[similarity.Pair], shown: dict[tuple, dict]) -> str:
+    out = ['<section id="similarity"><h2>Similar answers</h2>']
+    out.append(
+        f'<p class="note">Pairs whose answer cells share at least {similarity.MIN_SHARED} '
+        f"fingerprints ({similarity.K}-token runs, names renamed, the stub and the "
+        "instructor's solution left out, and what more than a tenth of a lab's class "
+        f"writes) with a Jaccard index of at least {similarity.THRESHOLD:.0%}; closest "
+        "first. Alike is not copied: read both answers.</p>"
+    )
+    if not pairs:
+        out.append("<p>No pair above the threshold.</p></section>")
+        return "\n".join(out)
+    out.append("<table><tr><th>#</th><th>lab</th><th>students</th><th>score</th>")
+    out.append("<th>cells alike: score, shared fingerprints (of each one's)</th></tr>")
+    for i, p in enumerate(pairs[:MAX_PAIRS], 1):
+        cells = "; ".join(f"{g} {s:.0%}, {n} ({a}, {b})" for g, s, n, a, b in p.cells)
+        out.append(
+            f'<tr><td><a href="#pair-{i}">{i}</a></td><td>{esc(p.lab)}</td>'
+            f"<td>{esc(p.first)} and {esc(p.second)}</td><td>{p.score:.0%}</td>"
+            f"<td>{esc(cells)}</td></tr>"
+        )
+    out.append("</table>")
+    if len(pairs) > MAX_PAIRS:
+        out.append(f'<p class="note">{len(pairs) - MAX_PAIRS} more pairs not shown.</p>')
+    for i, p in enumerate(pairs[:MAX_PAIRS], 1):
+        out.append(
+            f'<div id="pair-{i}"><h3>{i}. {esc(p.lab)}: {esc(p.first)} and '
+            f"{esc(p.second)} ({p.score:.0%})</h3>"
+        )
+        answers = shown[p.lab]
+        for gid, score, *_ in p.cells:
+            out.append(f"<h4>{esc(gid)} ({score:.0%})</h4><div class=side>")
+            for student in (p.first, p.second):
+                text = answers.get(student, {}).get(gid, "")
+                cut = "\n[...]" if len(text) > MAX_SHOWN else ""
+                out.append(
+                    f'<div><p class="note">{esc(student)}</p><pre>{esc(text[:MAX_SHOWN])}'
+                    f"{cut}</pre></div>"
+                )
+            out.append("</div>")
+        out.append("</div>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def build(course: Path) -> str:
+    """The report's HTML for ``course``."""
+    course = Path(course)
+    names = layout.lab_names(course) if (course / "source").is_dir() else []
+    students = courses.students(course)
+    labs = [read_lab(course, name, students) for name in names]
+    pairs, shown = [], {}
+    for lab in labs:
+        found, shown[lab.name] = lab_pairs(course, lab)
+        pairs += found
+    pairs.sort(key=lambda p: (-p.score, -p.shared, p.lab, p.first, p.second))
+    made = time.strftime("%Y-%m-%d %H:%M")
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>Class report: {esc(course.name)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>Class report</h1><p class=note>{esc(course.name)}, {made}: {len(students)} "
+        "students with a result; automatic tests only (manual scores are in the gradebook "
+        "and grades.csv).</p>",
+        "<nav><h2>Contents</h2><ul>",
+    ]
+    for lab in labs:
+        out.append(f'<li><a href="#{anchor("lab", lab.name)}">{esc(lab.name)}</a></li>')
+    out.append(f'<li><a href="#similarity">Similar answers ({len(pairs)})</a></li></ul></nav>')
+    out += [lab_section(lab, students) for lab in labs]
+    out.append(similarity_section(pairs, shown))
+    out.append("</body></html>\n")
+    return "\n".join(out)
+
+
+def write_report(course) -> Path:
+    """Write ``report.html`` into ``course``; return its path."""
+    course = Path(course)
+    path = course / REPORT
+    layout.write_whole(path, build(course))
+    return path
