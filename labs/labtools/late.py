@@ -150,8 +150,10 @@ def _line_of(text: str, table: str, index: int | None, key: str | None) -> int |
     lines = text.splitlines()
     headers = _header_lines(text)
     starts = [n for n, name in headers if name == table]
-    if not starts:
-        return None
+    if not starts:  # a top-level key, before the first table
+        first = headers[0][0] if headers else len(lines) + 1
+        keys = (re.match(r"\s*([A-Za-z0-9_-]+)\s*=", line) for line in lines[: first - 1])
+        return next((n for n, m in enumerate(keys, 1) if m and m[1] == table), None)
     start = starts[index or 0] if len(starts) > (index or 0) else None
     if start is None:
         return None
