@@ -512,3 +512,37 @@ def test_export_refuses_a_malformed_policy_in_one_line(course, capsys):
         "(got -2)\n"
     )
     assert not (course / "grades.csv").exists()
+
+
+def test_grade_keeps_the_time_of_the_notebook_it_grades_or_kept(tmp_path, monkeypatch):
+    """``grade`` itself (the workers, the gradebook and the tables left out): the time is
+    kept with the notebook's digest, read again for an unchanged notebook, and not taken
+    from a changed one that is not graded again."""
+    import hashlib
+
+    from labtools import grade
+
+    lab = layout.lab_names()[0]
+    monkeypatch.setattr(grade.schedule, "run", lambda *args, **kwargs: [])
+    monkeypatch.setattr(grade.courses, "open_course", lambda course: None)
+    monkeypatch.setattr(grade, "export", lambda course: {})
+    course = tmp_path / "grading"
+    (course / "source" / lab).mkdir(parents=True)
+    (course / "source" / lab / f"{lab}.ipynb").write_text("{}")
+    (course / layout.MARK).write_text(json.dumps({"course": layout.COURSE, "sources": {}}))
+    folder = tmp_path / "download" / "ada" / lab
+    folder.mkdir(parents=True)
+
+    def hand_in(notebook, when):
+        (folder / f"{lab}.ipynb").write_text(notebook)
+        (folder / "timestamp.txt").write_text(nbgrader_stamp(when))
+        grade.grade(tmp_path / "download", course, unsafe=True, progress=False)
+        return late.read_times(course)[("ada", lab)]
+
+    kept = hand_in("{}", DUE + DAY)
+    assert (kept.time, kept.digest) == (DUE + DAY, hashlib.sha256(b"{}").hexdigest())
+    row = Row("ada", lab, kept.digest, Status.GRADED)  # as if graded
+    (course / "results" / "ada").mkdir(parents=True)
+    (course / "results" / "ada" / f"{lab}.json").write_text(json.dumps(row.to_json()))
+    assert hand_in("{}", DUE + 2 * DAY).time == DUE + 2 * DAY  # fixed: read again
+    assert hand_in('{"cells": []}', DUE + 5 * DAY).time == DUE + 2 * DAY  # changed: not graded
