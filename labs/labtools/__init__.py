@@ -10,6 +10,7 @@
   - :mod:`labtools.worker`: one notebook graded in a worker;
   - :mod:`labtools.record`: each outcome into the course folder and the gradebook;
   - :mod:`labtools.feedback` and :mod:`labtools.export`: feedback files, grade tables;
+  - :mod:`labtools.late`: the course's late policy, the submission times, the deduction;
 - :mod:`labtools.verdicts`: grading one notebook, every verdict outside the student's reach;
 - :mod:`labtools.render`: the notebook as graded, written answers cleaned;
 - :mod:`labtools.sandbox` and :mod:`labtools.agent`: where the student's code runs;

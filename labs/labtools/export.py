@@ -1,5 +1,7 @@
 """The grade tables: ``grades.csv`` (a row per student and lab) and ``grades-wide.csv`` (a
-row per student, a column per lab), from the results and the gradebook's manual scores.
+row per student, a column per lab), from the results and the gradebook's manual scores,
+with the course's late policy applied (:mod:`labtools.late`: the wide table's scores are
+the totals after it).
 Written at the end of every run and again on request (``python -m labtools export``)."""
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ import csv
 from pathlib import Path
 
 from labtools import course as courses
-from labtools import layout
+from labtools import late, layout
 from labtools.record import read_row
 from labtools.wire import Status
 
@@ -24,6 +26,7 @@ def export(course) -> dict[str, Path]:
             f"{course} has no {courses.DB}: restore it from {courses.BACKUP}, or grade again "
             "with --regrade to rebuild it (manual scores are then lost)"
         )
+    policy, times = late.load(course), late.read_times(course)  # refused before any table
     labs = layout.lab_names(course)
     students = courses.students(course)
     rows = []
@@ -34,8 +37,10 @@ def export(course) -> dict[str, Path]:
                 row = {"student": student, "lab": lab, "automatic": 0.0, "manual": 0.0}
                 row.update(total=0.0, max_score=maxima[lab], status=Status.MISSING.value)
                 result = courses.result_path(course, student, lab)
+                digest = ""
                 if result.exists():
-                    row["status"] = read_row(result).text
+                    kept = read_row(result)
+                    row["status"], digest = kept.text, kept.digest
                 if Status.of(row["status"]) is Status.GRADED:
                     try:
                         notebook = gb.find_submission_notebook(lab, lab, student)
@@ -52,8 +57,9 @@ def export(course) -> dict[str, Path]:
                     row["total"] = row["automatic"] + row["manual"]
                     if waiting:
                         row["status"] += f"; {waiting:g} points wait for manual grading"
+                row.update(late.adjust(row, policy, times.of(student, lab, digest)))
                 rows.append(row)
-    fields = ["student", "lab", "automatic", "manual", "total", "max_score", "status"]
+    fields = ["student", "lab", "automatic", "manual", "total", "max_score", *late.COLUMNS]
     long_csv, wide_csv = course / "grades.csv", course / "grades-wide.csv"
     with open(long_csv, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=fields)
@@ -63,7 +69,7 @@ def export(course) -> dict[str, Path]:
         writer = csv.writer(f)
         writer.writerow(["student", *labs, "total", "max_score"])
         for student in students:
-            mine = {r["lab"]: r["total"] for r in rows if r["student"] == student}
+            mine = {r["lab"]: r["adjusted_total"] for r in rows if r["student"] == student}
             writer.writerow(
                 [student, *(mine[lab] for lab in labs), sum(mine.values()), sum(maxima.values())]
             )

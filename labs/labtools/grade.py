@@ -20,6 +20,7 @@ The messages between these steps are the dataclasses of :mod:`labtools.wire`.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import difflib
 import hashlib
 import json
@@ -27,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 from labtools import course as courses
-from labtools import intake, layout, notebook, schedule
+from labtools import intake, late, layout, notebook, schedule
 from labtools.export import export
 from labtools.layout import UsageError
 from labtools.record import read_row
@@ -91,11 +92,13 @@ def grade(
         # and all is checked before the course folder is made or touched
         taken = intake.collect(submissions, known, Path(tmp), course=course)
         found = chosen(taken, submissions, labs, students)
+        late.load(course)  # a malformed late policy is refused before anything is graded
         with courses.locked(course):
             courses.open_course(course)
             courses.back_up_gradebook(course)
             taken.keep_names(course)
             todo, skipped, again, changed = [], [], [], []
+            times = {}  # when each notebook graded (now or before) came in, if the intake knows
             for sub in found:
                 data = None
                 if not sub.refused:
@@ -108,6 +111,11 @@ def grade(
                 digest = hashlib.sha256(data or b"").hexdigest()
                 done = courses.result_path(course, sub.student, sub.lab)
                 previous = read_row(done) if done.exists() and not regrade else None
+                when = taken.times.get((sub.student, sub.lab))
+                if when and (
+                    previous is None or previous.digest == digest or previous.status in LOST
+                ):
+                    times[(sub.student, sub.lab)] = dataclasses.replace(when, digest=digest)
                 if previous is not None and previous.status in LOST:
                     again.append(previous)  # the last run lost it: graded now
                 elif previous is not None:
@@ -119,6 +127,8 @@ def grade(
                     skipped.append(previous)
                     continue
                 todo.append((sub, digest, data))
+            if times:
+                late.record_times(course, times)
             rows = schedule.run(
                 course,
                 todo,

@@ -3,11 +3,12 @@
 Three layouts are read as they come, from a folder or a zip:
 
 - **folders**, this project's own: ``[submitted/]<student>/<lab>/<lab>.ipynb``
-  (:func:`labtools.layout.find_submissions`);
+  (:func:`labtools.layout.find_submissions`), with the time of each submission from the
+  ``timestamp.txt`` that nbgrader writes beside it (:func:`labtools.late.read_timestamp`);
 - **Canvas** "Download submissions": flat files
   ``<name>[_LATE]_<userid>_<submissionid>_<file>``, ``<name>`` the student's name in lower
   case without spaces; the student id is the numeric ``<userid>`` (stable, and what Canvas's
-  gradebook import matches on);
+  gradebook import matches on); a ``_LATE`` mark is kept as late at an unknown time;
 - **Moodle** "Download all submissions": a folder per participant,
   ``<Full Name>_<participant id>_assignsubmission_file[_]/`` holding the files as uploaded
   (or, with "download as folders" off, flat files
@@ -53,7 +54,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from labtools import layout
+from labtools import late, layout
 from labtools.layout import MAX_NOTEBOOK, Submission, UsageError
 
 MAX_EXTRACTED = 2**30  # bytes of notebooks written from one zip, all members together
@@ -90,6 +91,9 @@ class Intake:
     names: dict[str, str] = field(default_factory=dict)  # student id -> name in the download
     late: list[str] = field(default_factory=list)  # "<student>/<lab>" the platform marked late
     kept_apart: str = ""  # a line for the summary: Moodle names that fold alike, their ids
+    # (student, lab) -> when it was submitted, as the layout tells: nbgrader's timestamp.txt
+    # beside a folder submission, Canvas's _LATE mark (a mark without a time)
+    times: dict[tuple[str, str], late.Submitted] = field(default_factory=dict)
     moodle_names: dict[str, str] | None = None  # the course folder's name map, if it grew
     # a Moodle download's participants: lab -> student id -> {"participant", "name"}
     participants: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
@@ -188,7 +192,8 @@ def extract(zip_path: Path, target: Path) -> _Listing:
                 problems.setdefault(name, f"the zip puts both a file and a folder at {hit!r}")
         written = 0
         for name in sorted(files):
-            if name in problems or _unsafe(name) or not name.lower().endswith(".ipynb"):
+            wanted = name.lower().endswith(".ipynb") or PurePosixPath(name).name == late.TIMESTAMP
+            if name in problems or _unsafe(name) or not wanted:
                 continue
             (info,) = files[name]
             if written + info.file_size > MAX_EXTRACTED:
@@ -511,6 +516,7 @@ def _platform(
             )
         if where.late:
             result.late.append(f"{where.student}/{where.lab}")
+            result.times[(where.student, where.lab)] = late.Submitted(late=True, source="Canvas")
     for (student, lab), files in sorted(placed.items()):
         if len(files) > 1:
             refused = _duplicates(files)
@@ -536,6 +542,11 @@ def _folders(listing: _Listing, labs: list[str], known: list[str]) -> Intake:
             result.unplaced.append(Unplaced(relative, why))
             continue
         found[(sub.student, sub.lab)] = sub
+        stamp = sub.path.parent / late.TIMESTAMP
+        if os.path.lexists(stamp):  # nbgrader's, beside the notebook
+            taken.add(_relative(listing.root, stamp))
+            if not sub.refused:  # (a lab folder that is a link is not looked into)
+                result.times[(sub.student, sub.lab)] = late.read_timestamp(stamp)
     for file, problem in sorted(listing.problems.items()):
         parts = PurePosixPath(file).parts
         lab_at = next((i for i, p in enumerate(parts) if i >= 1 and p in known), None)
