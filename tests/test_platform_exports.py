@@ -156,7 +156,8 @@ def course(tmp_path, monkeypatch):
         total = automatic + manual
         status = "graded; 2 points wait for manual grading" if manual == 0 else "graded"
         return dict(student=student, lab=lab, automatic=str(automatic), manual=str(manual),
-                    total=str(total), max_score=str(top), status=status)  # fmt: skip
+                    total=str(total), max_score=str(top), status=status, deduction="0.0",
+                    adjusted_total=str(total))  # fmt: skip
 
     graded = {
         LAB1: {
@@ -440,6 +441,29 @@ def test_moodle_grade_is_the_total_when_the_maximum_is_the_labs(moodle_course, t
     written = platforms.moodle(moodle_course, given, LAB1)["worksheet"].read_text()
     grades = {k: v[0] for k, v in moodle_import(written).items()}
     assert grades == {"5550001": "8.50", "5550002": "3.00", "5550003": ""}
+
+
+def test_moodle_gets_the_total_after_the_late_deduction(moodle_course, tmp_path):
+    """The late policy's deduction (grades.csv's adjusted_total) is what goes back: a
+    Lab 1 of 8.5 points, 20 % late, is 6.8, and the comment says what was deducted."""
+    graded, _ = platforms.graded_totals(moodle_course)
+    graded[LAB1]["ada.lovelace"].update(deduction="1.7", adjusted_total="6.8")
+    rows = [WORKSHEET_HEADER, *[r[:5] + ["11.00"] + r[6:] for r in WORKSHEET_ROWS]]
+    given = tmp_path / "worksheet.csv"
+    given.write_text(fputcsv(rows))
+    written = platforms.moodle(moodle_course, given, LAB1)["worksheet"].read_text()
+    grade, comment = moodle_import(written)["5550001"][:2]
+    assert grade == "6.80"
+    assert comment.startswith("6.8 of 11 points: 7 automatic, 1.5 graded by hand, 1.7 deducted")
+
+
+def test_canvas_gets_the_total_after_the_late_deduction(course, tmp_path):
+    graded, _ = platforms.graded_totals(course)
+    graded[LAB1]["101"].update(deduction="1.7", adjusted_total="6.8")
+    given = tmp_path / "export.csv"
+    given.write_text(CANVAS_EXPORTS["sis"], encoding="utf-8")
+    written = platforms.canvas(course, given).read_text(encoding="utf-8")
+    assert '"Lovelace, Ada",101,s101,ada,Section A,6.8,4' in written.splitlines()
 
 
 def test_moodle_refusals(moodle_course, tmp_path):

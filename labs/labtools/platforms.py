@@ -274,7 +274,7 @@ def canvas(course, gradebook, columns: list[str] | None = None) -> Path:
             student = sis.pop() if len(sis) == 1 else None
         found.add(student)
         cells = [graded.get(lab, {}).get(student) for lab in wanted]
-        rows.append(row[:first] + [number(float(r["total"])) if r else "" for r in cells])
+        rows.append(row[:first] + [number(float(r["adjusted_total"])) if r else "" for r in cells])
     missing = sorted(students - found)
     if missing:
         raise UsageError(
@@ -293,10 +293,13 @@ def canvas(course, gradebook, columns: list[str] | None = None) -> Path:
 
 def comment(row: dict) -> str:
     """The feedback comment of one graded notebook: its points and its status."""
+    late = float(row["deduction"] or 0)
     return (
-        f"{number(float(row['total']))} of {number(float(row['max_score']))} points: "
+        f"{number(float(row['adjusted_total']))} of {number(float(row['max_score']))} points: "
         f"{number(float(row['automatic']))} automatic, {number(float(row['manual']))} "
-        f"graded by hand. Status: {row['status']}."
+        "graded by hand"
+        + (f", {number(late)} deducted for late work" if late else "")
+        + f". Status: {row['status']}."
     )
 
 
@@ -358,7 +361,7 @@ def moodle(course, worksheet, lab: str) -> dict[str, Path]:
     for student, row in sorted(mine.items()):
         cells = rows[by_id[known[student]["participant"]]]
         cells += [""] * (len(header) - len(cells))
-        total, top = float(row["total"]), maxima[lab]
+        total, top = float(row["adjusted_total"]), maxima[lab]
         try:
             scale = float(cells[at["Maximum Grade"]].replace(",", "."))
         except ValueError:
