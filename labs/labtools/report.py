@@ -37,7 +37,7 @@ TOP_MESSAGES = 5  # failure messages listed per test cell
 MAX_MESSAGE = 500  # characters of a message shown (and compared)
 MAX_PAIRS = 40  # similar pairs shown, the closest first
 MAX_SHOWN = 4_000  # characters of an answer shown beside the other
-LATE = "not recorded (the course folder keeps no list of late submissions)"
+LATE = "not recorded (no submission time or late mark is kept for this lab)"
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 75rem; margin: 1rem auto;
@@ -185,7 +185,28 @@ def _score(value) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def lab_section(lab: Lab, students: list[str]) -> str:
+def late_count(course: Path, lab: Lab) -> str:
+    """How many graded notebooks of ``lab`` were late, from the submission times and late
+    marks the course folder keeps and its late policy (:mod:`labtools.late`)."""
+    from labtools import late
+
+    times, policy = late.read_times(course), late.load(course)
+    known, found = 0, []
+    for student, row in sorted(lab.rows.items()):
+        submitted = times.of(student, lab.name, row.digest) if row.graded else None
+        if submitted is None or (submitted.time is None and not submitted.late):
+            continue
+        known += 1
+        assessed = late.assess(student, lab.name, 1.0, policy, submitted)
+        if submitted.late or assessed.days:
+            found.append(student)
+    if not known:
+        return LATE
+    shown = ", ".join(found[:10]) + (", ..." if len(found) > 10 else "")
+    return f"{len(found)} of {known} with a known time or mark" + (f": {shown}" if found else "")
+
+
+def lab_section(lab: Lab, students: list[str], course: Path | None = None) -> str:
     graded = {s: r for s, r in lab.rows.items() if r.graded}
     missing = [s for s in students if s not in lab.rows]
     other = Counter(r.status.value for r in lab.rows.values() if not r.graded)
@@ -196,7 +217,8 @@ def lab_section(lab: Lab, students: list[str]) -> str:
     out.append(f"<tr><th>missing (no submission)</th><td>{len(missing)}</td></tr>")
     for status, count in sorted(other.items()):
         out.append(f"<tr><th>{esc(status)}</th><td>{count}</td></tr>")
-    out.append(f"<tr><th>late</th><td>{esc(LATE)}</td></tr>")
+    late = late_count(course, lab) if course is not None else LATE
+    out.append(f"<tr><th>late</th><td>{esc(late)}</td></tr>")
     if seconds:
         slowest = max(graded.values(), key=lambda r: r.seconds or 0)
         out.append(
@@ -333,7 +355,7 @@ def build(course: Path) -> str:
     for lab in labs:
         out.append(f'<li><a href="#{anchor("lab", lab.name)}">{esc(lab.name)}</a></li>')
     out.append(f'<li><a href="#similarity">Similar answers ({len(pairs)})</a></li></ul></nav>')
-    out += [lab_section(lab, students) for lab in labs]
+    out += [lab_section(lab, students, course) for lab in labs]
     out.append(similarity_section(pairs, shown))
     out.append("</body></html>\n")
     return "\n".join(out)
