@@ -63,6 +63,7 @@ def _grade(args) -> None:
             limits=limits,
             executor=executor,
             feedback=args.feedback,
+            db=args.db,
         )
     rows = summary["graded"]
     failed = [r for r in rows if not r.graded]
@@ -102,20 +103,24 @@ def _grade(args) -> None:
 
 
 def _export(args) -> None:
-    from labtools import layout
+    from labtools import course, layout
     from labtools.export import export
 
     layout.existing_course(Path(args.course))
+    course.use_gradebook(Path(args.course), args.db)
     for name, path in export(Path(args.course)).items():
         print(f"{name}: {path}")
 
 
 def _feedback(args) -> None:
+    from labtools import course as courses
     from labtools import layout
     from labtools.feedback import generate_feedback
 
     course = Path(args.course)
     layout.existing_course(course)
+    courses.use_gradebook(course, args.db)
+    courses.check_gradebook(course)
     generate_feedback(course, args.labs or layout.lab_names(course))
     print(f"feedback regenerated in {course / 'feedback'}")
 
@@ -127,9 +132,11 @@ def _release(args) -> None:
 
 
 def _formgrader(args) -> None:
-    from labtools import formgrader, layout
+    from labtools import course, formgrader, layout
 
     layout.existing_course(Path(args.course))
+    course.use_gradebook(Path(args.course), args.db)
+    course.check_gradebook(Path(args.course))
     formgrader.serve(Path(args.course), port=args.port)
 
 
