@@ -23,7 +23,7 @@ group together).
   the same folder.
 - a notebook: its cells share one kernel (nbval) and run in order.
 - any other test: its module, so that a module-scoped fixture is made once. The grading
-  modules (SANDBOX_MODULES) are seven such groups, which may run at the same time; their
+  modules (SANDBOX_MODULES) are eight such groups, which may run at the same time; their
   tests are marked `sandbox` and hold the sandbox lock (tests/_helpers.py) shared, so that
   the planted class's count of leftover processes, which holds it alone, sees no sandbox
   of another worker's test. OWN_GROUP puts a test of a grading module that only runs
@@ -51,6 +51,7 @@ SANDBOX_MODULES = {
     "test_instructor_runs.py",
     "test_grader_limits.py",
     "test_formgrader.py",
+    "test_shared_gradebook.py",
 }
 # tests of a grading module that start no sandbox (nbgrader only): beside the grading
 OWN_GROUP = {
@@ -115,6 +116,9 @@ SECONDS = {
     # alone, 2026-11-27: grading one class (20-28 s) and 39 s of tests; its manual grading
     # test (about 20 s) was part of test_grading.py's 165 until then
     "tests/test_formgrader.py": 65,
+    # alone, 2026-11-27: a PostgreSQL server made and removed, a class graded twice into it
+    # while two formgrader servers take manual scores
+    "tests/test_shared_gradebook.py": 91,
     "release": 19,
     "tests/test_wire.py": 13,
 }
