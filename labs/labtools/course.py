@@ -124,7 +124,8 @@ def server_problem(url: str, err: Exception) -> str:
     where = masked(url)
     if "database" in text and "does not exist" in text:
         return f"the gradebook's database {where} does not exist: create it (createdb) or fix --db"
-    if any(s in text for s in ("authentication failed", "no password", "role", "password")):
+    login = ("authentication failed", "no password supplied", 'role "', "password")
+    if any(s in text for s in login):
         return (
             f"the server at {where} refused the login ({first}): check the user in --db and "
             "its password (in ~/.pgpass or PGPASSWORD)"
