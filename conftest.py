@@ -118,7 +118,7 @@ SECONDS = {
     "tests/test_formgrader.py": 65,
     # alone, 2026-11-27: a PostgreSQL server made and removed, a class graded twice into it
     # while two formgrader servers take manual scores
-    "tests/test_shared_gradebook.py": 91,
+    "tests/test_shared_gradebook.py": 65,  # 41 to 91 s in five runs, as the load varied
     "release": 19,
     "tests/test_wire.py": 13,
 }
