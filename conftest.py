@@ -23,7 +23,7 @@ group together).
   the same folder.
 - a notebook: its cells share one kernel (nbval) and run in order.
 - any other test: its module, so that a module-scoped fixture is made once. The grading
-  modules (SANDBOX_MODULES) are eight such groups, which may run at the same time; their
+  modules (SANDBOX_MODULES) are nine such groups, which may run at the same time; their
   tests are marked `sandbox` and hold the sandbox lock (tests/_helpers.py) shared, so that
   the planted class's count of leftover processes, which holds it alone, sees no sandbox
   of another worker's test. OWN_GROUP puts a test of a grading module that only runs
@@ -52,6 +52,7 @@ SANDBOX_MODULES = {
     "test_grader_limits.py",
     "test_formgrader.py",
     "test_platform_exports.py",
+    "test_shared_gradebook.py",
 }
 # tests of a grading module that start no sandbox (nbgrader only): beside the grading
 OWN_GROUP = {
@@ -118,6 +119,9 @@ SECONDS = {
     "tests/test_formgrader.py": 65,
     # alone, 2026-11-28: grading one small class (20-36 s) and 2 s of tests
     "tests/test_platform_exports.py": 40,
+    # alone, 2026-11-27: a PostgreSQL server made and removed, a class graded twice into it
+    # while two formgrader servers take manual scores
+    "tests/test_shared_gradebook.py": 65,  # 41 to 91 s in five runs, as the load varied
     "release": 19,
     "tests/test_wire.py": 13,
 }

@@ -298,7 +298,7 @@ def labtools(*args: str) -> None:
     path = os.pathsep.join(filter(None, [str(BIN), os.environ.get("PATH")]))
     env = dict(os.environ, PYTHONPATH=python_path, PATH=path)
     cmd = [str(BIN / "python"), "-m", "labtools", *args]
-    print("+", " ".join(cmd), flush=True)
+    print("+", " ".join(labtools_options().shown(cmd)), flush=True)  # a --db password masked
     sys.exit(run_forwarding(cmd, env))
 
 

@@ -278,7 +278,7 @@ def test_the_sandbox_is_needed_where_the_notebooks_run_not_where_they_are_record
     class Opened(Exception):
         pass
 
-    def opened(course):
+    def opened(course, **_):
         raise Opened
 
     write_class(tmp_path / "in")

@@ -124,3 +124,47 @@ def test_tasks_py_hands_labtools_the_arguments_as_given(monkeypatch, tmp_path):
     tasks.main(argv)
     tasks.main(["formgrader", "--port", "9999"])
     assert given == [tuple(argv), ("formgrader", "--port", "9999")]
+
+
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("postgresql://grader:s3cret@db:5432/gb", "postgresql://grader:***@db:5432/gb"),
+        ("postgresql://grader@/gb?host=/run/pg&password=s3cret", "postgresql://grader@/gb?host=/run/pg&password=***"),
+        ("postgresql://grader@/gb?host=/run/pg", "postgresql://grader@/gb?host=/run/pg"),
+        ("postgresql:///gb", "postgresql:///gb"),
+    ],
+)  # fmt: skip
+def test_a_database_password_is_never_shown(url, shown):
+    from labtools import options
+    from labtools.__main__ import parser
+
+    assert options.masked(url) == shown
+    argv = ["x", "export", "--db", url]
+    assert options.shown(argv) == ["x", "export", "--db", shown]
+    assert options.shown(["--db=" + url]) == ["--db=" + shown]
+    for job in options.DB_JOBS:
+        args = [job, "in.zip"] if job == "grade" else [job]
+        assert parser().parse_args([*args, "--db", url]).db == url
+        assert parser().parse_args(args).db is None
+
+
+def test_a_db_that_is_not_postgresql_and_a_server_that_fails_are_one_line():
+    from labtools import course
+    from labtools.layout import UsageError
+
+    with pytest.raises(UsageError, match="SQLite is the default"):
+        course.check_db_url("sqlite:///gradebook.db")
+    with pytest.raises(UsageError, match=r"PostgreSQL URL.*mysql://u:\*\*\*@h/d"):
+        course.check_db_url("mysql://u:pw@h/d")
+    course.check_db_url("postgresql://u@h/d")
+    url = "postgresql://grader:s3cret@db/gb"
+    said = {
+        'FATAL:  database "gb" does not exist': "does not exist: create it",
+        'FATAL:  password authentication failed for user "grader"': "refused the login",
+        "Connection refused\n\tIs the server running": "no PostgreSQL server answers",
+    }
+    for text, expected in said.items():
+        line = course.server_problem(url, RuntimeError(text + " (s3cret)"))
+        assert expected in line and "grader:***@db/gb" in line and "s3cret" not in line
+        assert "\n" not in line

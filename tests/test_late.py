@@ -202,12 +202,12 @@ def test_the_row_gets_its_columns_and_only_a_graded_row_is_assessed():
 def nbgrader_stamp(when):
     """The text nbgrader's exchange writes: datetime.now(gettz(timezone)).strftime(format),
     with its defaults (timezone "UTC", timestamp_format "%Y-%m-%d %H:%M:%S.%f %Z")."""
-    from dateutil.tz import gettz
     from nbgrader.exchange.abc.exchange import Exchange
 
     timestamp_format = Exchange.class_traits()["timestamp_format"].default_value
     assert timestamp_format == late.NBGRADER_FORMAT
-    return when.astimezone(gettz("UTC")).strftime(timestamp_format)
+    # nbgrader's gettz("UTC") (dateutil) names its zone "UTC", as the standard library's does
+    return when.astimezone(dt.timezone.utc).strftime(timestamp_format)
 
 
 def folders(tmp_path, stamps):
@@ -524,7 +524,7 @@ def test_grade_keeps_the_time_of_the_notebook_it_grades_or_kept(tmp_path, monkey
 
     lab = layout.lab_names()[0]
     monkeypatch.setattr(grade.schedule, "run", lambda *args, **kwargs: [])
-    monkeypatch.setattr(grade.courses, "open_course", lambda course: None)
+    monkeypatch.setattr(grade.courses, "open_course", lambda course, **_: None)
     monkeypatch.setattr(grade, "export", lambda course: {})
     course = tmp_path / "grading"
     (course / "source" / lab).mkdir(parents=True)

@@ -63,6 +63,7 @@ def _grade(args) -> None:
             limits=limits,
             executor=executor,
             feedback=args.feedback,
+            db=args.db,
         )
     rows = summary["graded"]
     failed = [r for r in rows if not r.graded]
@@ -102,6 +103,7 @@ def _grade(args) -> None:
 
 
 def _export(args) -> None:
+    from labtools import course as courses
     from labtools import layout
     from labtools.export import export
 
@@ -111,6 +113,7 @@ def _export(args) -> None:
         raise UsageError("--moodle WORKSHEET.csv and --lab LAB go together")
     course = Path(args.course)
     layout.existing_course(course)
+    courses.use_gradebook(course, args.db)
     for name, path in export(course).items():
         print(f"{name}: {path}")
     if args.canvas or args.moodle:
@@ -124,21 +127,27 @@ def _export(args) -> None:
 
 
 def _feedback(args) -> None:
+    from labtools import course as courses
     from labtools import layout
     from labtools.feedback import generate_feedback
 
     course = Path(args.course)
     layout.existing_course(course)
+    courses.use_gradebook(course, args.db)
+    courses.check_gradebook(course)
     generate_feedback(course, args.labs or layout.lab_names(course))
     print(f"feedback regenerated in {course / 'feedback'}")
 
 
 def _report(args) -> None:
+    from labtools import course as courses
     from labtools import layout
     from labtools.report import write_report
 
-    layout.existing_course(Path(args.course))
-    print(f"class report: {write_report(Path(args.course))}")
+    course = Path(args.course)
+    layout.existing_course(course)
+    courses.use_gradebook(course, args.db)  # the report reads results, not the gradebook
+    print(f"class report: {write_report(course)}")
 
 
 def _release(args) -> None:
@@ -148,9 +157,11 @@ def _release(args) -> None:
 
 
 def _formgrader(args) -> None:
-    from labtools import formgrader, layout
+    from labtools import course, formgrader, layout
 
     layout.existing_course(Path(args.course))
+    course.use_gradebook(Path(args.course), args.db)
+    course.check_gradebook(Path(args.course))
     formgrader.serve(Path(args.course), port=args.port)
 
 

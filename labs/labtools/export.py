@@ -21,7 +21,7 @@ def export(course) -> dict[str, Path]:
 
     course = Path(course)
     courses.check_gradebook(course)  # one line for a gradebook locked, damaged or emptied
-    if not (course / courses.DB).exists():
+    if not courses.server_url(course) and not (course / courses.DB).exists():
         raise layout.UsageError(
             f"{course} has no {courses.DB}: restore it from {courses.BACKUP}, or grade again "
             "with --regrade to rebuild it (manual scores are then lost)"

@@ -53,6 +53,7 @@ def grade(
     executor: concurrent.futures.Executor | None = None,
     progress: bool = True,
     feedback: bool = True,
+    db: str | None = None,
 ) -> dict:
     """Grade every submission into ``course``; returns a summary: "graded" and "already
     graded" (each a list of :class:`labtools.wire.Row`), "exported" (the tables' paths) and
@@ -73,10 +74,15 @@ def grade(
         notebook; :mod:`labtools.cluster` checks a dask cluster's workers first)
     feedback : write each graded notebook's feedback file (else later, with
         :func:`labtools.feedback.generate_feedback`: ``python -m labtools feedback``)
+    db : the URL of a PostgreSQL database to keep the gradebook in, remembered by the
+        course folder (:func:`labtools.course.use_gradebook`; default: the one it
+        remembers, else SQLite in it)
     """
     from labtools import sandbox
 
     layout.check_arguments(str(submissions), str(course), labs, jobs)
+    if db is not None:
+        courses.check_db_url(db)
     course, submissions = Path(course).resolve(), Path(submissions).resolve()
     missing = sandbox.available() if executor is None else None  # else: where it runs
     if missing and not unsafe:
@@ -94,7 +100,7 @@ def grade(
         found = chosen(taken, submissions, labs, students)
         late.load(course)  # a malformed late policy is refused before anything is graded
         with courses.locked(course):
-            courses.open_course(course)
+            courses.open_course(course, db=db)
             courses.back_up_gradebook(course)
             taken.keep_names(course)
             todo, skipped, again, changed = [], [], [], []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import urllib.parse
 
 #: the jobs of ``python -m labtools`` and their one-line help
 JOBS = {
@@ -25,6 +26,54 @@ JOBS = {
 
 def add_course_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--course", default="grading", help="course folder (default: grading)")
+
+
+#: the jobs that read or write the gradebook, so take ``--db``
+DB_JOBS = ("grade", "export", "feedback", "formgrader", "report")
+
+
+def add_db_option(parser: argparse.ArgumentParser) -> None:
+    """``--db URL``: the gradebook on a PostgreSQL server that several graders share
+    (labtools.course.use_gradebook); without it, the one the course folder remembers, else
+    SQLite in the course folder."""
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="keep the gradebook on this PostgreSQL server, to share it between graders: "
+        "postgresql://USER@HOST:PORT/DATABASE (password in ~/.pgpass, not here); the course "
+        "folder remembers it (default: the one it remembers, else gradebook.db in it)",
+    )
+
+
+def masked(url: str) -> str:
+    """``url`` with its password (``user:PASSWORD@`` or ``password=`` in the query) shown as
+    ``***``: the form of a database URL that may be printed or logged."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        netloc = parts.netloc
+        if parts.password is not None:
+            user, _, host = netloc.rpartition("@")
+            netloc = f"{user.partition(':')[0]}:***@{host}"
+        query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+        hidden = [(k, "***" if k.lower() == "password" else v) for k, v in query]
+        if netloc == parts.netloc and hidden == query:
+            return url
+        text = f"{parts.scheme}://{netloc}{parts.path}"
+        return text + (f"?{urllib.parse.urlencode(hidden, safe='/:*')}" if hidden else "")
+    except ValueError:
+        return "(a database URL that could not be read)"
+
+
+def shown(argv: list[str]) -> list[str]:
+    """A command line as it may be printed: the value of ``--db`` masked (:func:`masked`)."""
+    out = []
+    for k, arg in enumerate(argv):
+        if arg.startswith("--db="):
+            arg = "--db=" + masked(arg[5:])
+        elif k and argv[k - 1] == "--db":
+            arg = masked(arg)
+        out.append(arg)
+    return out
 
 
 def add_grade_options(grade: argparse.ArgumentParser) -> None:
@@ -105,3 +154,5 @@ def add_options(job: str, parser: argparse.ArgumentParser) -> None:
             parser.add_argument("--port", type=int, default=8888)
     elif job != "release":
         raise ValueError(f"no such job: {job}")
+    if job in DB_JOBS:
+        add_db_option(parser)
