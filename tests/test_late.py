@@ -366,6 +366,8 @@ BAD = [
     ("[due]\nlab1 = 2026-02-06T23:59:00Z\n", None, "[penalty] is missing"),
     ("[penalty]\ncap_percent = 50\n", 1, "[penalty] has no percent_per_day"),
     ("extension = 3\n[penalty]\npercent_per_day = 1\n", 1, "extension is a list"),
+    ('timezone = "CEST"\n[penalty]\npercent_per_day = 1\n', 1, "timezone is a time zone name"),
+    ("timezone = 1\n[penalty]\npercent_per_day = 1\n", 1, "timezone is a time zone name"),
 ]
 
 

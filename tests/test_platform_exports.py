@@ -457,6 +457,42 @@ def test_moodle_gets_the_total_after_the_late_deduction(moodle_course, tmp_path)
     assert comment.startswith("6.8 of 11 points: 7 automatic, 1.5 graded by hand, 1.7 deducted")
 
 
+def test_moodle_submission_times_are_kept_in_the_policys_time_zone(moodle_course, tmp_path):
+    """The worksheet's "Last modified (submission)" has no zone: the late policy's
+    timezone gives it, and the times are kept for the late policy (labtools.late) for the
+    graded students of the lab; without a timezone they are not used, and the export says
+    so."""
+    import datetime as dt
+
+    from labtools import late
+    from labtools.wire import Row, Status
+
+    for student in MOODLE_STUDENTS:
+        row = Row(student, LAB1, f"digest-{student}", Status.GRADED)
+        path = moodle_course / "results" / student / f"{LAB1}.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(row.to_json()))
+    given = tmp_path / "worksheet.csv"
+    given.write_text(fputcsv([WORKSHEET_HEADER, *WORKSHEET_ROWS]))
+    policy = "[penalty]\npercent_per_day = 10\n[due]\nlab1_perceptron = 2026-11-04T12:00:00Z\n"
+    (moodle_course / late.POLICY).write_text(policy)
+    out = platforms.moodle(moodle_course, given, LAB1)
+    assert out["note"].startswith("Moodle's submission times were not used: late-policy.toml")
+    assert late.read_times(moodle_course) == {}
+    (moodle_course / late.POLICY).write_text('timezone = "Europe/Berlin"\n' + policy)
+    out = platforms.moodle(moodle_course, given, LAB1)
+    assert "note" not in out
+    berlin = dt.timezone(dt.timedelta(hours=1))  # CET in November
+    times = late.read_times(moodle_course)
+    assert times.of("ada.lovelace", LAB1, "digest-ada.lovelace").time == dt.datetime(
+        2026, 11, 3, 9, 15, tzinfo=berlin
+    )
+    jose = times.of("jose.nunez.jr-6e0c8a2b", LAB1, "digest-jose.nunez.jr-6e0c8a2b")
+    assert jose.time == dt.datetime(2026, 11, 4, 23, 2, tzinfo=berlin)
+    assert jose.source == "Moodle worksheet"
+    assert set(times) == {("ada.lovelace", LAB1), ("jose.nunez.jr-6e0c8a2b", LAB1)}
+
+
 def test_canvas_gets_the_total_after_the_late_deduction(course, tmp_path):
     graded, _ = platforms.graded_totals(course)
     graded[LAB1]["101"].update(deduction="1.7", adjusted_total="6.8")

@@ -122,8 +122,8 @@ def _export(args) -> None:
         if args.canvas:
             print(f"canvas: {platforms.canvas(course, args.canvas, args.column)}")
         if args.moodle:
-            for name, path in platforms.moodle(course, args.moodle, args.lab).items():
-                print(f"moodle {name}: {path}")
+            for name, said in platforms.moodle(course, args.moodle, args.lab).items():
+                print(f"moodle {name}: {said}")
 
 
 def _feedback(args) -> None:

@@ -3,6 +3,8 @@
 The policy is ``late-policy.toml`` in the course folder (:data:`POLICY`; read with the
 standard library's ``tomllib``; no file, no policy)::
 
+    timezone = "Europe/Berlin"  # of a platform's times that carry none (Moodle's worksheet);
+                                # optional, and above the first table
     [penalty]
     percent_per_day = 10      # of the score earned
     count = "started"         # each day begun counts whole; or "fractional"
@@ -107,6 +109,7 @@ class Policy:
     # (student, lab) -> ("percent" or "points", value, reason)
     overrides: dict[tuple[str, str], tuple[str, float, str]] = field(default_factory=dict)
     name: str = POLICY
+    timezone: str | None = None  # of a platform's times that carry none (Moodle's worksheet)
 
     def rule(self) -> str:
         """The rule in words: "10 % a day, started days; cap 50 %"."""
@@ -228,7 +231,7 @@ def parse(text: str, labs: list[str], name: str = POLICY) -> Policy:
 
 def _parse(data: dict, text: str, labs: list[str], name: str) -> Policy:
     top = lambda key: _line_of(text, key, None, None)  # noqa: E731
-    _unknown(data, {"penalty", "due", "extension", "override"}, "", top)
+    _unknown(data, {"penalty", "due", "extension", "override", "timezone"}, "", top)
     penalty = data.get("penalty")
     if not isinstance(penalty, dict):
         raise _Refusal("[penalty]", "is missing: it holds percent_per_day (and cap_percent, ...)")
@@ -253,6 +256,17 @@ def _parse(data: dict, text: str, labs: list[str], name: str) -> Policy:
     if count not in COUNTS:
         raise _Refusal("penalty.count", f"is {' or '.join(map(repr, COUNTS))}", at("count"))
     policy = Policy(count=count, name=name, **settings)
+    if "timezone" in data:
+        zone = data["timezone"]
+        try:
+            zoneinfo.ZoneInfo(zone if isinstance(zone, str) else "")
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise _Refusal(
+                "timezone",
+                f'is a time zone name such as "Europe/Berlin"; got {zone!r}',
+                top("timezone"),
+            ) from None
+        policy.timezone = zone
     due = data.get("due", {})
     if not isinstance(due, dict):
         raise _Refusal("due", "is a table: [due] with lab = date", top("due"))

@@ -65,6 +65,54 @@ CANVAS_LAYOUTS = (
 MOODLE_COLUMNS = ("Identifier", "Grade", "Maximum Grade", "Last modified (grade)")
 FEEDBACK = "Feedback comments"
 PARTICIPANT = re.compile(r"Participant (\d+)")
+SUBMITTED = "Last modified (submission)"
+# how Moodle's worksheet writes a time in English (its strftimedatetime): no time zone
+MOODLE_TIME = "%A, %d %B %Y, %I:%M %p"  # Monday, 3 November 2026, 9:15 AM
+
+
+def moodle_times(course: Path, lab: str, rows: list[list[str]], header: list[str]) -> str:
+    """Keep the worksheet's submission times of ``lab``'s graded students (its column
+    ``Last modified (submission)``), so that the late policy applies to them
+    (:mod:`labtools.late`); the worksheet's times carry no zone: the policy's ``timezone``
+    gives it. Returns a line for the instructor ("" when there is nothing to say)."""
+    import datetime as dt
+    import zoneinfo
+
+    from labtools import course as courses
+    from labtools import late
+    from labtools.intake import read_participants
+
+    policy = late.load(course)
+    if policy is None or lab not in policy.due or SUBMITTED not in header:
+        return ""
+    if policy.timezone is None:
+        return (
+            f"Moodle's submission times were not used: {late.POLICY} has no timezone "
+            '(e.g. timezone = "Europe/Berlin", the zone of the worksheet\'s times)'
+        )
+    zone = zoneinfo.ZoneInfo(policy.timezone)
+    column, ids = header.index(SUBMITTED), header.index("Identifier")
+    participants = read_participants(course).get(lab, {})
+    by_participant = {who["participant"]: student for student, who in participants.items()}
+    times, unread = {}, []
+    for row in rows[1:]:
+        match = PARTICIPANT.fullmatch(row[ids].strip()) if len(row) > max(ids, column) else None
+        student = by_participant.get(match[1]) if match else None
+        result = courses.result_path(course, student, lab) if student else None
+        if result is None or not result.exists():
+            continue
+        text = row[column].strip()
+        try:
+            when = dt.datetime.strptime(text, MOODLE_TIME).replace(tzinfo=zone)
+        except ValueError:
+            if text not in ("", "-"):
+                unread.append(f"{student} ({text!r})")
+            continue
+        times[(student, lab)] = late.Submitted(when, source="Moodle worksheet")
+    late.record_times(course, times)
+    if unread:
+        return f"Moodle submission times not read (not {MOODLE_TIME}): {', '.join(unread)}"
+    return ""
 
 
 # ---------------------------------------------------------------------------------------
@@ -326,6 +374,7 @@ def moodle(course, worksheet, lab: str) -> dict[str, Path]:
             + what
         )
     at = {c: header.index(c) for c in (*MOODLE_COLUMNS, FEEDBACK)}
+    said = moodle_times(course, lab, table.rows, header)  # before the totals: lateness
     graded, maxima = graded_totals(course)
     if lab not in graded:
         raise UsageError(f"{course} has no graded notebook of {lab}: grade it first")
@@ -380,4 +429,4 @@ def moodle(course, worksheet, lab: str) -> dict[str, Path]:
             folder = f"{name}_{who['participant']}_assignsubmission_file_"
             zf.write(pages[student], f"{folder}/{lab}.html")
     part.replace(archive)
-    return {"worksheet": out, "feedback": archive}
+    return {"worksheet": out, "feedback": archive} | ({"note": said} if said else {})
