@@ -207,7 +207,7 @@ def nbgrader_stamp(when):
     timestamp_format = Exchange.class_traits()["timestamp_format"].default_value
     assert timestamp_format == late.NBGRADER_FORMAT
     # nbgrader's gettz("UTC") (dateutil) names its zone "UTC", as the standard library's does
-    return when.astimezone(dt.timezone.utc).strftime(timestamp_format)
+    return when.astimezone(dt.UTC).strftime(timestamp_format)
 
 
 def folders(tmp_path, stamps):
