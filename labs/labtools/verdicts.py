@@ -317,8 +317,8 @@ def evaluate(
     with Sandbox(limits, unsafe=unsafe, mpl_cache=mpl_cache) as box, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for cell, entry in zip(cells, planned, strict=True):
-            shown = entry is not None  # else an added cell left out of the graded notebook
-            entry = entry if shown else {"outputs": []}
+            kept_cell = entry is not None  # else an added cell left out of the graded notebook
+            entry = entry if kept_cell else {"outputs": []}
             label = f"cell {cell.grade_id or '(no id)'}"
             if cell.role in ("locked", "test"):
                 needed = sorted(notebook.used_names(cell.source) & names.keys())
@@ -351,8 +351,8 @@ def evaluate(
                 if out.getvalue():
                     budget.stream(entry["outputs"], "stdout", out.getvalue())
                 if failure is not None:
-                    shown = {line.strip() for line in (cell.sandbox or "").splitlines()}
-                    hidden = {line.strip() for line in cell.source.splitlines()} - shown - {""}
+                    seen = {line.strip() for line in (cell.sandbox or "").splitlines()}
+                    hidden = {line.strip() for line in cell.source.splitlines()} - seen - {""}
                     entry["outputs"].append(budget.error(failure, label, hidden))
                 if cell.role == "test":
                     entry["passed"] = failure is None
@@ -376,7 +376,7 @@ def evaluate(
                             budget.stream(entry["outputs"], stream, getattr(answer, stream))
                     if answer.interrupted:
                         budget.stream(entry["outputs"], "stderr", answer.interrupted)
-            if shown:
+            if kept_cell:
                 report({"cell": len(graded), "entry": entry})
                 graded.append(entry)
         stopped = box.stopped if box.stopped != "done" else None
