@@ -271,3 +271,27 @@ def test_written_html_is_the_one_rendering_of_an_answer():
     cells = render.autograded_notebook(nb, {"cells": [entry]})["cells"]
     assert "".join(cells[0]["source"]).strip() == "<p><em>a</em></p>"
     assert np.isfinite(sandbox.Limits().grader_seconds)
+
+
+def test_a_wholly_hidden_test_that_fails_keeps_its_place_and_the_rest_theirs():
+    """A test cell whose every line is hidden, failing, is reported in its place: its
+    score 0 with its message, and the cells after it keep theirs (a bug once dropped it
+    and shifted every later cell's verdict by one)."""
+    source = tiny_lab("### BEGIN HIDDEN TESTS\nassert k == 3, 'k is not 3'\n### END HIDDEN TESTS\n")
+    outcome, _ = grade("tiny", student(**{"ex1-code": "k = 4\n"}), source)
+    assert scores(outcome) == {"ex1-tests": 0.0, "ex2-tests": 1.0}
+    (entry,) = [e for e in outcome.evaluation["cells"] if e["grade_id"] == "ex1-tests"]
+    assert entry["message"] == "AssertionError: k is not 3"
+
+
+def test_a_child_that_finishes_without_reporting_every_cell_is_a_grader_failure():
+    plan = {"plan": [{"role": "test", "grade_id": "a"}, {"role": "test", "grade_id": "b"}]}
+    plan["notes"] = []
+    reports = {"cells": {0: {"role": "test", "grade_id": "a", "score": 1.0}}, "stopped": None}
+    reports |= {"done": {"notes": [], "stopped": None, "output": ""}, "seconds": 1.0}
+    with pytest.raises(RuntimeError, match="reported 1 of 2 cells"):
+        worker.assemble(plan, reports)
+    reports["done"] = None  # a child stopped at a limit: the rest score 0, with the reason
+    reports["stopped"] = "the grader's side of this notebook ran past its time limit"
+    cells = worker.assemble(plan, reports)["cells"]
+    assert cells[1]["score"] == 0.0 and cells[1]["message"].startswith("not graded: the grader")
