@@ -63,7 +63,15 @@ def attacks() -> dict[str, tuple[str, str, dict | None]]:
     table = "".join(f"| {i} | *x* | **y** | <b>z</b> |\n" for i in range(120_000))
     big = answered("lab1_perceptron")
     for source in ["".join(f"v{i} = {i}\n" for i in range(20_000))] + ["x = 1\n#" * 9_000] * 60:
-        big["cells"].append({"cell_type": "code", "metadata": {}, "source": source, "outputs": []})
+        big["cells"].append(
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": source,
+                "outputs": [],
+                "execution_count": None,
+            }
+        )
     slow_test = G.tiny_lab(
         "assert k >= 0\nif k > 10:\n"
         "    np.linalg.eigvalsh(np.random.default_rng(0).normal(size=(k, k)))\n"
