@@ -33,6 +33,7 @@ the child's pid; the :class:`~labtools.wire.Task`; then the child's reports: ``p
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import resource
@@ -127,6 +128,24 @@ def _read(conn: socket.socket, deadline: float):
     return json.loads(raw)
 
 
+@contextlib.contextmanager
+def _new_child():
+    """A new child of this process's server: (its connection, its pid); on leaving, the
+    child is killed (through a pidfd, immune to a reused pid) and the connection closed."""
+    conn = server().child()
+    pidfd = None
+    try:
+        pid = _read(conn, time.monotonic() + 60)["pid"]
+        pidfd = os.pidfd_open(pid)
+        yield conn, pid
+    finally:
+        if pidfd is not None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            os.close(pidfd)
+        conn.close()
+
+
 def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
     """Grade ``task`` in a child under limits. Returns (plan, unreadable, reports): the
     plan report (None if the child never planned), why the notebook is unreadable (or
@@ -138,29 +157,29 @@ def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
     limits = Limits(**task.limits)
     started = time.monotonic()
     deadline = started + limits.notebook_seconds + limits.grader_seconds
-    conn = server().child()
-    pidfd = None
     plan, unreadable = None, None
     reports: dict = {"cells": {}, "done": None, "stopped": None, "failed": None, "peak": None}
     try:
-        pid = _read(conn, time.monotonic() + 60)["pid"]
-        pidfd = os.pidfd_open(pid)
-        wire.write_frame(conn.fileno(), json.dumps({"grade": asdict(task)}).encode())
-        while True:
-            report = _read(conn, deadline)
-            if "plan" in report:
-                plan = report
-            elif "cell" in report:
-                reports["cells"][report["cell"]] = report["entry"]
-            elif "unreadable" in report:
-                unreadable = report["unreadable"]
-                break
-            elif "failed" in report:
-                reports["failed"] = report["failed"]
-                break
-            elif "done" in report:
-                reports["done"] = report["done"]
-                break
+        with _new_child() as (conn, pid):
+            try:
+                wire.write_frame(conn.fileno(), json.dumps({"grade": asdict(task)}).encode())
+                while True:
+                    report = _read(conn, deadline)
+                    if "plan" in report:
+                        plan = report
+                    elif "cell" in report:
+                        reports["cells"][report["cell"]] = report["entry"]
+                    elif "unreadable" in report:
+                        unreadable = report["unreadable"]
+                        break
+                    elif "failed" in report:
+                        reports["failed"] = report["failed"]
+                        break
+                    elif "done" in report:
+                        reports["done"] = report["done"]
+                        break
+            finally:  # read before the child is killed
+                reports["peak"] = _peak(pid, reports["done"])
     except TimeoutError:
         reports["stopped"] = (
             "the grader's side of this notebook ran past its time limit "
@@ -172,15 +191,6 @@ def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
             "the grader's side of this notebook ended early: it ran out of memory "
             f"(grader_memory = {limits.grader_memory / 2**30:g} GiB) or failed"
         )
-    finally:
-        if pidfd is not None:
-            reports["peak"] = _peak(pid, reports["done"])
-            try:
-                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            os.close(pidfd)
-        conn.close()
     reports["seconds"] = round(time.monotonic() - started, 3)
     return plan, unreadable, reports
 
@@ -248,27 +258,16 @@ def call(target: str, args: list, *, seconds: float, memory: int) -> str | None:
     None once it has returned, or why it did not (killed at the time, or it failed or ran
     out of memory)."""
     deadline = time.monotonic() + seconds
-    conn = server().child()
-    pidfd, why = None, None
+    why = None
     try:
-        pid = _read(conn, time.monotonic() + 60)["pid"]
-        pidfd = os.pidfd_open(pid)
-        job = {"target": target, "args": args, "memory": memory}
-        wire.write_frame(conn.fileno(), json.dumps({"call": job}).encode())
-        report = _read(conn, deadline)
-        why = report.get("failed")
+        with _new_child() as (conn, _):
+            job = {"target": target, "args": args, "memory": memory}
+            wire.write_frame(conn.fileno(), json.dumps({"call": job}).encode())
+            why = _read(conn, deadline).get("failed")
     except TimeoutError:
         why = f"stopped at its time limit ({seconds:g} s)"
     except (EOFError, OSError, ValueError, KeyError):
         why = f"ended early: out of memory ({memory} bytes) or failed"
-    finally:
-        if pidfd is not None:
-            try:
-                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            os.close(pidfd)
-        conn.close()
     return why
 
 
