@@ -60,6 +60,7 @@ def _grade(args) -> None:
             jobs=args.jobs,
             regrade=args.regrade,
             unsafe=args.unsafe,
+            cold=args.cold,
             limits=limits,
             executor=executor,
             feedback=args.feedback,

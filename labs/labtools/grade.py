@@ -49,6 +49,7 @@ def grade(
     jobs: int | None = None,
     regrade: bool = False,
     unsafe: bool = False,
+    cold: bool = False,
     limits: Limits | None = None,
     executor: concurrent.futures.Executor | None = None,
     progress: bool = True,
@@ -69,6 +70,8 @@ def grade(
     jobs : notebooks graded at once (default: the number of cores); ignored with executor
     regrade : grade again notebooks that already have a result (manual scores stay)
     unsafe : run student code without the sandbox (refused otherwise when it is missing)
+    cold : start each notebook in a fresh sandbox (default: a child of each worker's warm
+        parent, :mod:`labtools.zygote`, where the grader runs as root)
     executor : any concurrent.futures.Executor (e.g. a dask ``Client.get_executor()``); its
         workers need the sandbox, this machine does not (a worker without it fails each
         notebook; :mod:`labtools.cluster` checks a dask cluster's workers first)
@@ -140,6 +143,7 @@ def grade(
                 todo,
                 limits=limits,
                 unsafe=unsafe,
+                cold=cold,
                 jobs=jobs,
                 executor=executor,
                 progress=progress,

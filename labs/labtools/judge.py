@@ -98,12 +98,13 @@ class _Server:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def child(self) -> socket.socket:
-        """A connection to a new child of the server."""
+    def child(self, kind: bytes = b"f") -> socket.socket:
+        """A connection to a new child of the server (``kind`` b"g": one that grades, and
+        may start its notebook from the warm parent)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             with self.lock:
-                socket.send_fds(self.control, [b"f"], [theirs.fileno()])
+                socket.send_fds(self.control, [kind], [theirs.fileno()])
         finally:
             theirs.close()
         return ours
@@ -129,10 +130,10 @@ def _read(conn: socket.socket, deadline: float):
 
 
 @contextlib.contextmanager
-def _new_child():
+def _new_child(kind: bytes = b"f"):
     """A new child of this process's server: (its connection, its pid); on leaving, the
     child is killed (through a pidfd, immune to a reused pid) and the connection closed."""
-    conn = server().child()
+    conn = server().child(kind)
     pidfd = None
     try:
         pid = _read(conn, time.monotonic() + 60)["pid"]
@@ -160,7 +161,7 @@ def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
     plan, unreadable = None, None
     reports: dict = {"cells": {}, "done": None, "stopped": None, "failed": None, "peak": None}
     try:
-        with _new_child() as (conn, pid):
+        with _new_child(b"g") as (conn, pid):
             try:
                 wire.write_frame(conn.fileno(), json.dumps({"grade": asdict(task)}).encode())
                 while True:
@@ -321,6 +322,7 @@ def _child(conn: socket.socket) -> None:
             limits,
             unsafe=task.unsafe,
             mpl_cache=worker_mpl_cache(task.mpl_cache),
+            zygote=None if task.cold or _WARM[0] is None else _WARM[0].control,
             report=send,
         )
     except Exception:  # noqa: BLE001 - the grader's own failure, reported on that row
@@ -331,13 +333,38 @@ def _child(conn: socket.socket) -> None:
     send({"done": done})
 
 
+_WARM: list = [None]  # the server's warm parent (labtools.sandbox.Zygote), while it has one
+_WARM_DEATHS = [0]
+WARM_GIVE_UP = 3  # after this many deaths of its warm parent, a server grades cold
+_WARM_MISSING: list = [None]  # why this machine cannot start one (checked when it starts)
+
+
+def _warm_parent() -> None:
+    """Start the warm parent (again), unless this machine cannot or it keeps dying."""
+    from labtools import sandbox
+
+    warm = _WARM[0]
+    if warm is not None and warm.alive():
+        return
+    if warm is not None:
+        warm.close()
+        _WARM[0] = None
+        _WARM_DEATHS[0] += 1
+    if _WARM_DEATHS[0] >= WARM_GIVE_UP or _WARM_MISSING[0] is not None:
+        return
+    _WARM[0] = sandbox.Zygote(worker_mpl_cache(None))
+
+
 def serve() -> None:
     """The server: one fork per request on the control socket (standard input)."""
     import importlib
 
+    from labtools import sandbox
+
     _die_with_parent()
     for name in PRELOAD:
         importlib.import_module(name)
+    _WARM_MISSING[0] = sandbox.warm_available()  # (runs bubblewrap: before SIGCHLD is ignored)
     control = socket.socket(fileno=0)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
     while True:
@@ -349,6 +376,8 @@ def serve() -> None:
             os._exit(0)
         if not fds:
             continue
+        if message == b"g":
+            _warm_parent()
         pid = os.fork()
         if pid == 0:
             code = 0

@@ -91,6 +91,11 @@ def add_grade_options(grade: argparse.ArgumentParser) -> None:
     grade.add_argument("--regrade", action="store_true", help="grade graded notebooks again")
     grade.add_argument("--unsafe", action="store_true", help="grade without the sandbox")
     grade.add_argument(
+        "--cold",
+        action="store_true",
+        help="start each notebook in a fresh sandbox, not from the warm parent (slower)",
+    )
+    grade.add_argument(
         "--no-feedback",
         dest="feedback",
         action="store_false",

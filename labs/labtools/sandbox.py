@@ -31,12 +31,14 @@ What comes back is read by :func:`labtools.wire.read_frame` and parsed by
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import math
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -129,11 +131,13 @@ def sandbox_uid() -> int:
     return FIRST_UID + os.getpid() if os.geteuid() == 0 else os.getuid()
 
 
-def _bwrap_prefix() -> list[str]:
+def _bwrap_prefix(warm: bool = False) -> list[str]:
     argv = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
     argv += ["--unshare-cgroup-try", "--die-with-parent", "--new-session", "--as-pid-1"]
-    if os.geteuid() == 0:  # a real switch to nobody, done inside by setpriv
+    if os.geteuid() == 0:  # a real switch to nobody, done inside by setpriv (or the zygote)
         argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        if warm:  # the zygote makes each notebook's namespaces and mounts
+            argv += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_KILL"]
     else:  # unprivileged: a user namespace in which we are nobody
         argv += ["--unshare-user", "--disable-userns", "--uid", str(NOBODY), "--gid", str(NOBODY)]
     return argv
@@ -155,14 +159,41 @@ def _python_paths() -> list[Path]:
 
 def command(limits: Limits, mpl_cache: Path | None = None) -> list[str]:
     """The bubblewrap command line that starts the agent."""
-    argv = _bwrap_prefix() + ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    argv = _layout(_bwrap_prefix(), limits.tmp, mpl_cache)
+    argv += ["--info-fd", "5", "--seccomp", "6"]
+    if os.geteuid() == 0:
+        uid = sandbox_uid()
+        argv += ["/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+        argv += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    return argv + [sys.executable, "-m", "labtools.agent"]
+
+
+def zygote_command(mpl_cache: Path | None = None) -> list[str]:
+    """The bubblewrap command line that starts the warm parent (:mod:`labtools.zygote`):
+    the cold sandbox's file system and environment; it runs as root of the sandbox, with
+    the rights to make each notebook's namespaces and to leave root for its user id, and
+    each notebook's agent takes the seccomp filter itself."""
+    argv = _layout(_bwrap_prefix(warm=True), 16 * 2**20, mpl_cache)
+    return argv + [sys.executable, "-m", "labtools.zygote"]
+
+
+def warm_available() -> str | None:
+    """None when the warm start can be used here; otherwise why the cold one is used."""
+    if os.geteuid() != 0:
+        return "the warm start needs the grader to run as root"
+    return available()
+
+
+def _layout(argv: list[str], tmp: int, mpl_cache: Path | None) -> list[str]:
+    """``argv`` (bubblewrap's namespaces) with the sandbox's file system and environment."""
+    argv = argv + ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
             argv += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             argv += ["--ro-bind", top, top]
     # the private /tmp first: a checkout or environment under /tmp is bound on top of it
-    argv += ["--perms", "01777", "--size", str(limits.tmp), "--tmpfs", "/tmp"]
+    argv += ["--perms", "01777", "--size", str(tmp), "--tmpfs", "/tmp"]
     binds = [(p, p) for p in _python_paths()]
     binds.append((LABTOOLS, Path("/opt/labtools/labtools")))
     if mpl_cache is not None and mpl_cache.is_dir():
@@ -196,12 +227,7 @@ def command(limits: Limits, mpl_cache: Path | None = None) -> list[str]:
     argv += ["--clearenv"]
     for key, value in env.items():
         argv += ["--setenv", key, value]
-    argv += ["--info-fd", "5", "--seccomp", "6"]
-    if os.geteuid() == 0:
-        uid = sandbox_uid()
-        argv += ["/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
-        argv += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
-    return argv + [sys.executable, "-m", "labtools.agent"]
+    return argv
 
 
 def unsafe_command() -> tuple[list[str], dict]:
@@ -266,20 +292,130 @@ def _child_setup(limits: Limits, fds: tuple[int, ...]):
     return setup
 
 
-class Sandbox:
-    """One running agent. ``with Sandbox(limits) as box: box.request({...})``."""
+class Zygote:
+    """The warm parent of one grading worker (:mod:`labtools.zygote`), running in its
+    bubblewrap sandbox; :class:`Sandbox` asks it for a fresh child per notebook through
+    :attr:`control`. It ends when this process does (or when :meth:`close` is called)."""
 
-    def __init__(self, limits: Limits, *, unsafe: bool = False, mpl_cache: Path | None = None):
+    def __init__(self, mpl_cache: Path | None = None):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        keyctl = SYS_KEYCTL.get(os.uname().machine)
+        libc = ctypes.CDLL(None, use_errno=True)
+        control = theirs.fileno()
+
+        def setup():  # a fresh session keyring; the control socket at 3
+            import fcntl
+            import resource
+
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # bubblewrap waits for its child
+            if keyctl is not None:
+                libc.syscall(keyctl, KEYCTL_JOIN_SESSION_KEYRING, None)
+            os.dup2(fcntl.fcntl(control, fcntl.F_DUPFD, 64), 3)
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+        self.process = subprocess.Popen(
+            zygote_command(mpl_cache),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            pass_fds=(3,),
+            preexec_fn=setup,
+            start_new_session=True,
+        )
+        theirs.close()
+        self.control = ours
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def close(self) -> None:
+        self.control.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class Sandbox:
+    """One running agent. ``with Sandbox(limits) as box: box.request({...})``.
+
+    With ``zygote`` (the control socket of a :class:`Zygote`), the agent is a fresh child
+    of that warm parent (the warm start); without it, a fresh bubblewrap sandbox (the
+    cold start). If the warm parent does not answer, the cold start is used and
+    :attr:`note` says so."""
+
+    def __init__(
+        self,
+        limits: Limits,
+        *,
+        unsafe: bool = False,
+        mpl_cache: Path | None = None,
+        zygote: socket.socket | None = None,
+    ):
         self.limits = limits
         self.unsafe = unsafe
         self.mpl_cache = mpl_cache
+        self.zygote = None if unsafe else zygote
+        self.note: str | None = None  # what the instructor should know about the start
         self.stopped: str | None = None  # why it stopped, once it has
         self.output = bytearray()  # the start of what it wrote to stdout/stderr
         self.output_total = 0
         self.deadline = float("inf")  # the notebook's time is up then (set on entering)
+        self.process: subprocess.Popen | None = None
+        self._pidfd: int | None = None
+        self._lifeline: int | None = None
 
     def __enter__(self) -> Sandbox:
         self.deadline = time.monotonic() + self.limits.notebook_seconds
+        if self.zygote is None or not self._start_warm():
+            self._start_cold()
+        self._drain = threading.Thread(target=self._read_output, daemon=True)
+        self._drain.start()
+        return self
+
+    def _start_warm(self) -> bool:
+        """Ask the warm parent for a child; False (nothing left open) if it did not start."""
+        limits = self.limits
+        requests_r, requests_w = os.pipe()
+        answers_r, answers_w = os.pipe()
+        output_r, output_w = os.pipe()
+        lifeline_r, lifeline_w = os.pipe()
+        reply, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        uid = sandbox_uid()
+        job = {
+            "uid": uid,
+            "memory": limits.memory,
+            "cpu_seconds": limits.cpu_seconds,
+            "file_size": limits.file_size,
+            "open_files": limits.open_files,
+            "processes": _processes_of(uid) + limits.processes,
+            "tmp": limits.tmp,
+        }
+        fds = []
+        try:
+            sent = [theirs.fileno(), requests_r, answers_w, output_w, lifeline_r]
+            socket.send_fds(self.zygote, [json.dumps(job).encode()], sent)
+            reply.settimeout(30)
+            _, fds, _, _ = socket.recv_fds(reply, 64, 1)
+        except OSError:
+            pass
+        finally:
+            theirs.close()
+            for fd in (requests_r, answers_w, output_w, lifeline_r):
+                os.close(fd)
+        if len(fds) != 1:
+            reply.close()
+            for fd in (*fds, requests_w, answers_r, output_r, lifeline_w):
+                os.close(fd)
+            self.note = "the warm start did not answer: this notebook ran in a fresh sandbox"
+            return False
+        self._pidfd, self._lifeline, self._keeper = fds[0], lifeline_w, reply
+        self._requests, self._answers = requests_w, answers_r
+        self._output_file = open(output_r, "rb")  # noqa: SIM115 - closed in __exit__
+        self.agent_pid = None
+        return True
+
+    def _start_cold(self) -> None:
         requests_r, self._requests = os.pipe()
         self._answers, answers_w = os.pipe()
         info_r, info_w = os.pipe()
@@ -299,10 +435,10 @@ class Sandbox:
             preexec_fn=_child_setup(self.limits, tuple(fds)),
             start_new_session=True,
         )
+        self._output_file = self.process.stdout
         for fd in fds:
             os.close(fd)
         self.agent_pid = self.process.pid
-        self._pidfd = None
         if not self.unsafe:  # bubblewrap says which pid (outside) the agent has
             try:
                 info = wire.read_exactly(info_r, 1, time.monotonic() + 30)
@@ -313,12 +449,18 @@ class Sandbox:
             except (TimeoutError, EOFError, ValueError, KeyError, ProcessLookupError):
                 self.stop("the sandbox did not start")
         os.close(info_r)
-        self._drain = threading.Thread(target=self._read_output, daemon=True)
-        self._drain.start()
-        return self
+
+    def _signal(self, sig: int) -> None:
+        try:
+            if self._pidfd is not None:  # immune to the pid being reused
+                signal.pidfd_send_signal(self._pidfd, sig)
+            else:
+                os.kill(self.agent_pid, sig)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
 
     def _read_output(self) -> None:
-        for chunk in iter(lambda: self.process.stdout.read1(1 << 16), b""):
+        for chunk in iter(lambda: self._output_file.read1(1 << 16), b""):
             self.output_total += len(chunk)
             if len(self.output) < 65536:
                 self.output += chunk[: 65536 - len(self.output)]
@@ -336,28 +478,30 @@ class Sandbox:
         """
         if self.stopped is None:
             self.stopped = reason
-        try:
-            if self._pidfd is not None:  # immune to the pid being reused
-                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
-            else:
-                os.kill(self.agent_pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError, OSError):
-            pass
+        self._signal(signal.SIGKILL)
 
     def __exit__(self, *exc) -> None:
         self.stop(self.stopped or "done")
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # bubblewrap itself hangs: end it the hard way
-            self.process.kill()
-            self.process.wait()
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # bubblewrap itself hangs: end it the hard way
+                self.process.kill()
+                self.process.wait()
+        else:  # the keeper kills what is left once the lifeline closes, reaps pid 1 (the
+            os.close(self._lifeline)  # last to go) and then closes its socket
+            self._keeper.settimeout(30)
+            with contextlib.suppress(OSError):
+                while self._keeper.recv(64):
+                    pass
+            self._keeper.close()
         for fd in (self._requests, self._answers):
             try:
                 os.close(fd)
             except OSError:
                 pass
         self._drain.join(timeout=5)
-        self.process.stdout.close()
+        self._output_file.close()
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
@@ -402,7 +546,7 @@ class Sandbox:
         while True:
             try:
                 if not interrupted and not wire.wait_readable(self._answers, deadline):
-                    os.kill(self.agent_pid, signal.SIGINT)  # KeyboardInterrupt, as Jupyter does
+                    self._signal(signal.SIGINT)  # KeyboardInterrupt, as Jupyter does
                     interrupted = True
                 if interrupted and not wire.wait_readable(self._answers, time.monotonic() + 5):
                     raise TimeoutError

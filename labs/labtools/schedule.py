@@ -126,7 +126,9 @@ def _kill_workers(executor: concurrent.futures.ProcessPoolExecutor) -> None:
             process.kill()
 
 
-def run(course, todo, *, limits, unsafe, jobs, executor, progress, feedback=True) -> list[Row]:
+def run(
+    course, todo, *, limits, unsafe, jobs, executor, progress, feedback=True, cold=False
+) -> list[Row]:
     """Grade ``todo`` ([(submission, digest, bytes)]) on the executor, record each result
     as it comes, and (unless ``feedback`` is false) have the feedback written: by the
     workers of our own pool (they share the course folder), else here at the end.
@@ -165,6 +167,7 @@ def run(course, todo, *, limits, unsafe, jobs, executor, progress, feedback=True
                 limits=asdict(limits),
                 unsafe=unsafe,
                 mpl_cache=cache,
+                cold=cold,
             )
             try:
                 running[executor.submit(grade_task, task)] = (sub, digest, data)

@@ -289,6 +289,7 @@ def evaluate(
     *,
     unsafe: bool = False,
     mpl_cache: Path | None = None,
+    zygote=None,
     report=None,
 ) -> dict:
     """Grade one notebook; returns plain data (see :func:`labtools.worker.grade_task`).
@@ -314,7 +315,8 @@ def evaluate(
     graded = []
     budget = OutputBudget(limits.cell_output, limits.notebook_output)
     interrupted = []
-    with Sandbox(limits, unsafe=unsafe, mpl_cache=mpl_cache) as box, warnings.catch_warnings():
+    box = Sandbox(limits, unsafe=unsafe, mpl_cache=mpl_cache, zygote=zygote)
+    with box, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for cell, entry in zip(cells, planned, strict=True):
             kept_cell = entry is not None  # else an added cell left out of the graded notebook
@@ -381,6 +383,8 @@ def evaluate(
                 graded.append(entry)
         stopped = box.stopped if box.stopped != "done" else None
         output = bytes(box.output[:4000]).decode(errors="replace")
+    if box.note:
+        notes.append(box.note)
     if interrupted:
         shown = ", ".join(interrupted[:5]) + (", ..." if len(interrupted) > 5 else "")
         notes.append(

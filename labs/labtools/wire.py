@@ -565,6 +565,7 @@ class Task:
     limits: dict  # the fields of labtools.sandbox.Limits
     unsafe: bool = False
     mpl_cache: str | None = None  # the grading machine's matplotlib cache, if a worker has it
+    cold: bool = False  # a fresh sandbox for this notebook, not a child of the warm parent
 
 
 @dataclass

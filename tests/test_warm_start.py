@@ -1,0 +1,205 @@
+"""The warm start (labs/labtools/zygote.py): each notebook a fresh child of one warm parent
+in the sandbox, isolated from the parent and from every other child.
+
+What a child must not reach: the processes of the notebook before it (they are gone, and
+it could not see or signal them anyway), its files (a fresh /tmp and /dev/shm; nothing
+else is writable), its sockets and IPC (fresh namespaces); and the parent must hold
+nothing of any student once a child ends. Each test here drives the real sandbox.
+"""
+
+import os
+import select
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from _helpers import need_sandbox
+from labtools import sandbox, wire
+
+LIMITS = sandbox.Limits(cell_seconds=20.0)
+
+WALK = """
+import os, socket, subprocess
+writable = []
+for top, dirs, files in os.walk("/", topdown=True):
+    dirs[:] = [d for d in dirs if os.path.join(top, d) not in ("/proc", "/sys")]
+    if os.access(top, os.W_OK):
+        writable.append(top)
+seen = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+def abstract_socket_taken(name):
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.bind(name)
+    except OSError:
+        return True
+    finally:
+        probe.close()
+    return False
+"""
+
+LEAVE = """
+for folder in writable:
+    if not folder.startswith("/proc"):
+        try:
+            open(os.path.join(folder, "left-by-the-last-notebook"), "w").write("x")
+        except OSError:
+            pass
+lingering = subprocess.Popen(["sleep", "600"], start_new_session=True)
+held = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+held.bind("\\0labtools-left-by-the-last-notebook")
+held.listen()
+"""
+
+FIND = """
+left = []
+for top, dirs, files in os.walk("/", topdown=True):
+    dirs[:] = [d for d in dirs if os.path.join(top, d) not in ("/proc", "/sys")]
+    left += [os.path.join(top, f) for f in files if f == "left-by-the-last-notebook"]
+processes = [open(f"/proc/{p}/cmdline").read() for p in seen]
+"""
+
+
+@pytest.fixture(scope="module")
+def zygote():
+    need_sandbox()
+    missing = sandbox.warm_available()
+    if missing and os.environ.get("CI"):
+        pytest.fail(f"CI must provide the warm start: {missing}")
+    if missing:
+        pytest.skip(missing)
+    parent = sandbox.Zygote()
+    yield parent
+    parent.close()
+
+
+def run(box, source: str) -> None:
+    answer = box.request(wire.Run(source))
+    assert answer.error is None, answer.error
+
+
+def value(box, name: str):
+    answer = box.request(wire.Get(name))
+    assert answer.has_value, answer
+    return wire.from_plain(answer.value)
+
+
+def processes_of(uid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def parent_pid(zygote) -> int:
+    """The warm parent's pid: bubblewrap's child."""
+    bwrap = zygote.process.pid
+    children = Path(f"/proc/{bwrap}/task/{bwrap}/children").read_text().split()
+    assert len(children) == 1, children
+    return int(children[0])
+
+
+def children_of(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+
+
+def memory_holds(pid: int, needle: bytes) -> bool:
+    """Whether ``needle`` is anywhere in the readable memory of process ``pid``."""
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+        for line in maps:
+            addresses, perms = line.split()[:2]
+            if not perms.startswith("r"):
+                continue
+            start, end = (int(a, 16) for a in addresses.split("-"))
+            try:
+                mem.seek(start)
+                if needle in mem.read(end - start):
+                    return True
+            except (OSError, ValueError, OverflowError):
+                continue
+    return False
+
+
+def test_a_child_finds_nothing_of_the_one_before(zygote):
+    uid = sandbox.sandbox_uid()
+    with sandbox.Sandbox(LIMITS, zygote=zygote.control) as first:
+        run(first, WALK)
+        writable = value(first, "writable")
+        run(first, LEAVE)
+        assert abstract_socket_taken_in(first)
+        assert len(processes_of(uid)) >= 2  # the agent and the lingering sleep
+    # the only folders a notebook may write in are its own, made fresh for it
+    assert {w for w in writable if not w.startswith(("/tmp/", "/dev/shm/"))} == {
+        "/tmp",
+        "/dev/shm",
+    }
+    assert processes_of(uid) == []  # the lingering sleep went with its notebook
+    with sandbox.Sandbox(LIMITS, zygote=zygote.control) as second:
+        run(second, WALK)
+        run(second, FIND)
+        assert value(second, "left") == []
+        assert not abstract_socket_taken_in(second)
+        commands = value(second, "processes")
+        assert all("sleep" not in c for c in commands), commands
+        assert value(second, "seen") == [1]  # it sees itself alone, not the warm parent
+
+
+def abstract_socket_taken_in(box) -> bool:
+    run(box, 'taken = abstract_socket_taken("\\0labtools-left-by-the-last-notebook")')
+    return value(box, "taken")
+
+
+def test_the_parent_holds_nothing_of_a_student_once_a_child_ends(zygote):
+    marker = f"student-secret-{uuid.uuid4().hex}"
+    # built at run time, so that the request's text does not carry it whole
+    source = f"secret = {marker[:20]!r} + {marker[20:]!r}\nopen('/tmp/secret', 'w').write(secret)"
+    with sandbox.Sandbox(LIMITS, zygote=zygote.control) as box:
+        run(box, source)
+        (keeper,) = children_of(parent_pid(zygote))
+        (agent,) = children_of(int(keeper))
+        # the scan can find it: in the agent's memory, while it runs
+        assert memory_holds(int(agent), marker.encode())
+    parent = parent_pid(zygote)
+    deadline = time.monotonic() + 10
+    while children_of(parent) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert children_of(parent) == []  # the keeper and the agent are gone
+    assert not memory_holds(parent, marker.encode())
+    fds = sorted(int(fd) for fd in os.listdir(f"/proc/{parent}/fd"))
+    assert fds == [0, 1, 2, 3], fds  # no pipe of any notebook stays open in it
+    assert os.readlink(f"/proc/{parent}/fd/3").startswith("socket:")
+
+
+def test_the_keeper_ends_the_notebook_when_the_grader_goes(zygote):
+    uid = sandbox.sandbox_uid()
+    box = sandbox.Sandbox(LIMITS, zygote=zygote.control)
+    box.__enter__()
+    try:
+        run(box, "import subprocess\nchild = subprocess.Popen(['sleep', '600'])")
+        assert len(processes_of(uid)) == 2
+        os.close(box._lifeline)  # what the grader's death does: the lifeline closes
+        box._lifeline = os.open(os.devnull, os.O_RDONLY)
+        assert select.select([box._pidfd], [], [], 10)[0], "the agent outlived the lifeline"
+        box._keeper.settimeout(10)
+        assert box._keeper.recv(64) == b""  # the keeper has reaped it and gone
+        assert processes_of(uid) == []
+    finally:
+        box.__exit__(None, None, None)
+
+
+def test_a_parent_that_does_not_answer_leaves_the_notebook_to_a_cold_sandbox():
+    need_sandbox()
+    import socket
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    theirs.close()  # a warm parent that has died
+    with sandbox.Sandbox(LIMITS, zygote=ours) as box:
+        run(box, "x = 6 * 7")
+        assert value(box, "x") == 42
+    assert box.note == "the warm start did not answer: this notebook ran in a fresh sandbox"
+    ours.close()
