@@ -236,3 +236,14 @@ def renamed(code, names):
     import re
 
     return re.sub(r"\b\w+\b", lambda m: names.get(m[0], m[0]), code)
+
+
+def scores(summary) -> dict:
+    """{(student, lab): (status, {test: score})} of a grading run."""
+    return {
+        (row.student, row.lab): (
+            row.status,
+            {test: verdict["score"] for test, verdict in (row.tests or {}).items()},
+        )
+        for row in summary["graded"]
+    }

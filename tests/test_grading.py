@@ -29,6 +29,7 @@ from _helpers import (
     encode,
     need_sandbox,
     sandbox_lock,
+    scores,
 )
 from labtools import course as courses
 from labtools import (
@@ -581,13 +582,24 @@ def graded(tmp_path_factory):
     start = time.monotonic()
     with sandbox_lock():  # a module fixture: made before the test's own hold of the lock
         summary = grade.grade(submissions, course, jobs=2, limits=LIMITS, progress=False)
-    elapsed = time.monotonic() - start
+        elapsed = time.monotonic() - start
+        # the reference path: a fresh sandbox per notebook (scores only)
+        cold = grade.grade(
+            submissions,
+            tmp / "cold",
+            jobs=2,
+            limits=LIMITS,
+            progress=False,
+            feedback=False,
+            cold=True,
+        )
     listener.close()
     with sandbox_lock(alone=True):  # no sandbox of another test runs while we count
         leftover = leftover_processes()
     return {
         "expected": expected,
         "summary": summary,
+        "cold": cold,
         "course": course,
         "before": before,
         "after": snapshot(ROOT / "labs", ROOT / "src", submissions, others),
@@ -614,6 +626,14 @@ def test_every_planted_submission_gets_its_exact_score(graded):
         if scores.get(s) != e
     }
     assert not wrong, wrong
+
+
+def test_the_warm_and_the_cold_start_give_every_planted_submission_the_same_scores(graded):
+    warm, cold = scores(graded["summary"]), scores(graded["cold"])
+    assert set(warm) == set(cold) == {(s, LAB) for s in graded["expected"]}
+    assert {k: v for k, v in warm.items() if cold[k] != v} == {}
+    notes = [r.text for r in graded["summary"]["graded"] if "warm start" in r.text]
+    assert notes == []  # every notebook of the warm run did start warm
 
 
 def test_grades_csv_is_complete_with_a_row_per_student_and_lab(graded):

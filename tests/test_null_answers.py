@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _helpers import ROOT, answered, need_sandbox, sandbox_lock
+from _helpers import ROOT, answered, need_sandbox, sandbox_lock, scores
 from labtools import grade, layout, notebook, sandbox
 from labtools.wire import Status
 
@@ -354,7 +354,12 @@ def null_grades(tmp_path_factory):
         summary = grade.grade(
             tmp, tmp / "course", jobs=2, limits=LIMITS, progress=False, feedback=False
         )
-    seconds = time.monotonic() - start
+        seconds = time.monotonic() - start
+        # the reference path, a fresh sandbox per notebook: the same scores, every one
+        cold = grade.grade(
+            tmp, tmp / "cold", jobs=2, limits=LIMITS, progress=False, feedback=False, cold=True
+        )
+    cold_seconds = time.monotonic() - start - seconds
     earned, statuses = [], {}
     for row in summary["graded"]:
         checked, labels = planted[(row.student, row.lab)]
@@ -370,13 +375,17 @@ def null_grades(tmp_path_factory):
                         verdict["score"],
                     )
                 )
-    print(f"\n{len(planted)} null notebooks graded in {seconds:.0f} s")
+    print(
+        f"\n{len(planted)} null notebooks graded in {seconds:.0f} s "
+        f"(the cold start: {cold_seconds:.0f} s)"
+    )
     feedback = sorted((tmp / "course" / "feedback").rglob("*.html"))
     return {
         "earned": earned,
         "planted": planted,
         "statuses": statuses,
         "seconds": seconds,
+        "scores": [scores(summary), scores(cold)],
         "feedback": feedback,
         "course": tmp / "course",
     }
@@ -404,6 +413,13 @@ def test_an_exercise_that_reads_another_exercises_answer_is_found():
             cell["source"] += "\nassert pt_step is not None"  # reads ex1's answer itself
     assert dependencies(nb)["ex3"] == {"ex1"}
     assert groups(nb) == [["ex1", "ex2", "ex5"], ["ex3"]]
+
+
+@pytest.mark.slow
+def test_the_warm_and_the_cold_start_give_every_null_notebook_the_same_scores(null_grades):
+    warm, cold = null_grades["scores"]
+    assert set(warm) == set(cold) == set(null_grades["planted"])
+    assert {k: (v, cold[k]) for k, v in warm.items() if cold[k] != v} == {}
 
 
 @pytest.mark.slow  # grades every null answer of every lab in the sandbox: minutes

@@ -51,6 +51,7 @@ from pathlib import Path
 from labtools import wire
 
 FRAME = 256 * 2**20  # the largest report a child may send (its texts are capped before)
+SERVER_SECONDS = 300  # to start the server and its warm parent, on a machine under load
 PRELOAD = (
     "numpy",
     "matplotlib.pyplot",
@@ -63,6 +64,10 @@ PRELOAD = (
     "labtools.render",
     "nbgrader.converters",
 )
+
+
+class ServerSilent(Exception):
+    """The server did not start a child within :data:`SERVER_SECONDS`."""
 
 
 class _Server:
@@ -136,7 +141,13 @@ def _new_child(kind: bytes = b"f"):
     conn = server().child(kind)
     pidfd = None
     try:
-        pid = _read(conn, time.monotonic() + 60)["pid"]
+        try:
+            pid = _read(conn, time.monotonic() + SERVER_SECONDS)["pid"]
+        except TimeoutError:
+            raise ServerSilent(
+                f"the grader's server did not start a child within {SERVER_SECONDS} s "
+                "(is the machine overloaded?); graded again on the next run"
+            ) from None
         pidfd = os.pidfd_open(pid)
         yield conn, pid
     finally:
@@ -181,6 +192,8 @@ def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
                         break
             finally:  # read before the child is killed
                 reports["peak"] = _peak(pid, reports["done"])
+    except ServerSilent as err:
+        reports["failed"] = str(err)
     except TimeoutError:
         reports["stopped"] = (
             "the grader's side of this notebook ran past its time limit "
@@ -265,6 +278,8 @@ def call(target: str, args: list, *, seconds: float, memory: int) -> str | None:
             job = {"target": target, "args": args, "memory": memory}
             wire.write_frame(conn.fileno(), json.dumps({"call": job}).encode())
             why = _read(conn, deadline).get("failed")
+    except ServerSilent as err:
+        why = str(err)
     except TimeoutError:
         why = f"stopped at its time limit ({seconds:g} s)"
     except (EOFError, OSError, ValueError, KeyError):
@@ -352,7 +367,13 @@ def _warm_parent() -> None:
         _WARM_DEATHS[0] += 1
     if _WARM_DEATHS[0] >= WARM_GIVE_UP or _WARM_MISSING[0] is not None:
         return
-    _WARM[0] = sandbox.Zygote(worker_mpl_cache(None))
+    warm = sandbox.Zygote(worker_mpl_cache(None))
+    if warm.ready():
+        _WARM[0] = warm
+    else:  # it died or hangs: this notebook (and the next, if it fails again) goes cold
+        warm.process.kill()
+        warm.close()
+        _WARM_DEATHS[0] += 1
 
 
 def serve() -> None:

@@ -23,6 +23,11 @@ to it through two pipes. What the sandbox gives the student's code:
   refuses: the kernel keyring, ptrace and other processes' memory, new namespaces, mounts,
   kernel modules, BPF, perf events, io_uring, clocks and the like.
 
+Two ways to start it, with the same isolation and limits: *cold*, a fresh bubblewrap
+sandbox per notebook (:func:`command`); *warm*, a fresh child of a parent that has
+imported the libraries once (:class:`Zygote`, :mod:`labtools.zygote`), where the grader
+runs as root.
+
 What comes back is read by :func:`labtools.wire.read_frame` and parsed by
 :func:`labtools.wire.decode_answer` alone, within the limits of the grader's side.
 
@@ -323,6 +328,17 @@ class Zygote:
         )
         theirs.close()
         self.control = ours
+
+    def ready(self, seconds: float = 120) -> bool:
+        """Wait until the parent has imported everything (it says so once); False if it
+        died or took longer than ``seconds``."""
+        self.control.settimeout(seconds)
+        try:
+            return self.control.recv(16) == b"ready"
+        except OSError:
+            return False
+        finally:
+            self.control.settimeout(None)
 
     def alive(self) -> bool:
         return self.process.poll() is None

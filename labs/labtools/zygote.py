@@ -188,6 +188,7 @@ def serve() -> None:
     """The parent: a keeper per request on the control socket, until it closes."""
     prepare()
     control = socket.socket(fileno=CONTROL)
+    control.send(b"ready")
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped by the kernel
     while True:
         try:
