@@ -63,7 +63,9 @@ def site(built_books, chromium):
     html = built_books[0] / "_build" / "html"
     with browser.Site(html) as server:
         urls = {doc: server.url(f"{doc}.html") for doc in DOCS}
-        pages = browser.visit(chromium, urls, vendor_assets.axe_core(), color_scheme="light")
+        pages = browser.visit(
+            chromium, urls, vendor_assets.axe_core(), color_scheme="light", boxes=True
+        )
     missing = [(p, c) for p, c in server.requests if p.endswith(".html") and c != 200]
     assert not missing, f"pages that did not load: {missing}"
     return {
@@ -150,6 +152,87 @@ def test_math_is_typeset(site, doc):
     assert not dom.find("mjx-merror"), f"{doc} has a TeX error"
 
 
+# Widths at which no display equation, table or code line may be cut: a desktop window and a
+# phone (the screenshots of `tasks.py screenshots` use the same two).
+DESKTOP, PHONE = 1280, 390
+
+
+@pytest.fixture(scope="module")
+def phone(site, chromium):
+    """Every page at phone width, its equations, tables and code blocks measured
+    (browser.visit with boxes)."""
+    with browser.Site(site["html"]) as server:
+        urls = {doc: server.url(f"{doc}.html") for doc in DOCS}
+        return browser.visit(chromium, urls, width=PHONE, boxes=True)
+
+
+def cut(boxes, width):
+    """What a reader at this window width cannot read in full, as text for a failure message:
+    anything clipped by an ancestor that does not scroll or sticking out of the window; at
+    desktop width also every display equation or table that needs sideways scrolling (the
+    column has room, and a scroll bar shows only with classic scroll bars and never in print).
+    Code blocks, and at phone width equations and tables, may scroll inside their own box,
+    which the theme provides (MathJax 3 does not break lines)."""
+    strict = ("equation", "table") if width == DESKTOP else ()
+    return [
+        f"{b['kind']} {b['state']} ({b['width']} px in {b['room']} px): {b['text']!r}"
+        for b in boxes
+        if b["state"] in ("clipped", "off the page")
+        or (b["state"] == "scrolls" and b["kind"] in strict)
+    ]
+
+
+def test_the_measure_of_boxes_tells_fitting_scrolling_and_cut_apart(chromium, tmp_path):
+    """browser.visit(boxes=True) on a made-up page: a box too wide for its column scrolls only
+    where its own box scrolls, and is cut where an ancestor hides what overflows."""
+    wide = '<mjx-math style="display:inline-block;width:{}px">w</mjx-math>'
+    boxes = {
+        "narrow": ("auto", 300),
+        "scrolling": ("auto", 900),
+        "hidden": ("hidden", 900),
+        "spilling": ("visible", 2000),  # wider than the window
+    }
+    body = "".join(
+        f'<mjx-container display="true" aria-label="{name}" style="display:block;'
+        f'overflow-x:{overflow}">{wide.format(width)}</mjx-container>'
+        for name, (overflow, width) in boxes.items()
+    )
+    body += '<div style="overflow:hidden"><pre style="overflow:auto">' + "x" * 400 + "</pre></div>"
+    (tmp_path / "page.html").write_text(
+        '<html data-theme="light"><body style="margin:0"><main>'
+        f'<article class="bd-article" style="width:600px">{body}</article></main></body></html>'
+    )
+    with browser.Site(tmp_path) as server:
+        (page,) = browser.visit(chromium, {"p": server.url("page.html")}, boxes=True).values()
+    states = {b["text"] if b["kind"] == "equation" else b["kind"]: b["state"] for b in page.boxes}
+    assert states == {
+        "narrow": "fits",
+        "scrolling": "scrolls",
+        "hidden": "clipped",
+        "spilling": "off the page",
+        "code": "scrolls",
+    }, states
+    assert cut(page.boxes, PHONE) == [b for b in cut(page.boxes, DESKTOP) if "scrolls" not in b]
+    assert len(cut(page.boxes, DESKTOP)) == 3 and len(cut(page.boxes, PHONE)) == 2
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_no_equation_table_or_code_is_cut_at_desktop_width(site, doc):
+    boxes = site["pages"][doc].boxes
+    equations = [b for b in boxes if b["kind"] == "equation"]
+    # every display equation was measured, those in closed dropdowns and solutions too
+    assert len(equations) == len(site["doms"][doc].find("mjx-container", display="true")), doc
+    assert all(b["width"] > 0 for b in equations), f"{doc}: an equation was not laid out"
+    found = cut(boxes, DESKTOP)
+    assert found == [], f"{doc} at {DESKTOP} px:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_no_equation_table_or_code_is_cut_at_phone_width(phone, doc):
+    found = cut(phone[doc].boxes, PHONE)
+    assert found == [], f"{doc} at {PHONE} px:\n" + "\n".join(found)
+
+
 @pytest.mark.parametrize("doc", DOCS)
 def test_figures_and_animations_have_alt_text(site, doc):
     dom = site["doms"][doc]
@@ -161,6 +244,28 @@ def test_figures_and_animations_have_alt_text(site, doc):
     if source.exists() and "animation_html(" in source.read_text():
         frames = [a for a in images if a.get("id", "").startswith("_anim_img")]
         assert frames and all(a["src"].startswith("data:image/png") for a in frames), doc
+
+
+def test_citations_read_as_the_reference_list_labels_them(site):
+    """A reader who scrolls to the list instead of following a citation's link finds the
+    source under the words the text used ("Rosenblatt, 1958"; _ext/book_bibliography.py)."""
+    pages = {doc: BeautifulSoup((site["html"] / f"{doc}.html").read_text(), "html.parser")
+             for doc in DOCS}  # fmt: skip
+    listed = {
+        entry["id"]: entry.find(class_="label").get_text().strip("[]")
+        for entry in pages["book/intro"].find_all("div", class_="citation")
+    }
+    assert len(listed) > 20
+    cited = [
+        (doc, link.get_text(), link["href"].split("#")[1])
+        for doc, page in pages.items()
+        for link in page.find_all("a", class_="reference internal", href=True)
+        if re.search(r"(^|intro\.html)#id\d+$", link["href"])
+        and link["href"].split("#")[1] in listed
+    ]
+    assert len(cited) > 20
+    wrong = [(doc, text, listed[target]) for doc, text, target in cited if text != listed[target]]
+    assert wrong == [], f"citations whose text is not the list's label: {wrong}"
 
 
 @pytest.mark.parametrize("doc", DOCS)

@@ -50,6 +50,11 @@ def test_small_multiples_makes_one_panel_per_value():
         "η = 10",
         "η = 100",
     ]
+    # one legend for the figure, outside every panel, so that it hides no data
+    assert all(ax.get_legend() is None for ax in visible) and len(fig.legends) == 1
+    fig.canvas.draw()
+    legend = fig.legends[0].get_window_extent()
+    assert not any(legend.overlaps(ax.get_window_extent()) for ax in visible)
 
 
 def test_slider_panel_calls_update_with_slider_values():

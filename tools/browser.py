@@ -158,6 +158,52 @@ _READY = """async () => {
     return document.querySelectorAll(".widget-slider").length
         >= document.querySelectorAll(views).length;
 }"""
+# Every display equation, table and block of code in the page's article, measured against
+# what holds it: "fits" (its box is as wide as what it shows), "scrolls" (wider, inside a box
+# that scrolls sideways and that itself fits), "clipped" (an ancestor cuts it off and does not
+# scroll) or "off the page" (it sticks out of the window). Closed dropdowns and solutions are
+# opened first, so that what they hold has a width; the page is not reloaded afterwards.
+_BOXES = """() => {
+    document.querySelectorAll("details").forEach(d => { d.open = true; });
+    document.querySelectorAll(".toggle-hidden").forEach(e => e.classList.remove("toggle-hidden"));
+    const article = document.querySelector("article.bd-article") || document.querySelector("main");
+    const items = [];
+    for (const box of article.querySelectorAll('mjx-container[display="true"]')) {
+        items.push(["equation", box, box.querySelector("mjx-math")]);
+    }
+    for (const box of article.querySelectorAll("table")) items.push(["table", box, box]);
+    for (const box of article.querySelectorAll("pre")) items.push(["code", box, box]);
+    const window_width = document.documentElement.clientWidth;
+    return items.map(([kind, box, content]) => {
+        const shown = content.getBoundingClientRect();
+        // a <pre> is its own scroll box: what it holds is scrollWidth wide
+        let left = shown.left, right = kind === "code"
+            ? shown.left + content.scrollWidth : shown.right;
+        let state = "fits", scroller = null;
+        for (let a = kind === "code" ? content : content.parentElement; a; a = a.parentElement) {
+            const overflow = getComputedStyle(a).overflowX;
+            if (overflow === "visible") continue;
+            const r = a.getBoundingClientRect();
+            const inner_left = r.left + a.clientLeft, inner_right = inner_left + a.clientWidth;
+            if (right <= inner_right + 1 && left >= inner_left - 1) continue;
+            if ((overflow === "auto" || overflow === "scroll") && state === "fits") {
+                state = "scrolls";
+                scroller = a.tagName.toLowerCase() + (a.className ? "." + a.className : "");
+                left = r.left; right = r.right;  // the scroll box itself must show in full
+            } else {
+                state = "clipped";
+                break;
+            }
+        }
+        if (state !== "clipped" && (right > window_width + 1 || left < -1)) state = "off the page";
+        return {
+            kind, state, scroller,
+            width: Math.round(kind === "code" ? content.scrollWidth : shown.width),
+            room: Math.round(box.parentElement.clientWidth),
+            text: (box.getAttribute("aria-label") || box.textContent || "").trim().slice(0, 80),
+        };
+    });
+}"""
 _AXE_RUN = """tags => axe.run(document, {
     runOnly: {type: "tag", values: tags}, resultTypes: ["violations"]
 })"""
@@ -182,6 +228,9 @@ class Visit:
     dom: str  # the document then
     console: list[str]  # console messages (all levels) and uncaught errors, "text (url:line)"
     violations: list[Violation]  # axe-core's, one per element (empty when axe did not run)
+    # with `boxes`: every display equation, table and code block of the article, measured
+    # last (dropdowns opened), as {kind, state, scroller, width, room, text}; see _BOXES
+    boxes: list[dict] | None = None
 
 
 def visit(
@@ -191,12 +240,14 @@ def visit(
     tags=WCAG21_AA,
     color_scheme: str = "light",
     width: int = 1280,
+    boxes: bool = False,
 ) -> dict[str, Visit]:
     """Load each page of `urls` ({name: url}) in one tab of `chromium` (a Playwright
     `Browser`, see `playwright_chromium`) for a reader who prefers `color_scheme` ("light"
     or "dark"; the theme follows it), at window `width`; once its math and widgets are
     drawn, read its DOM and console and, given `axe_script` (e.g.
-    vendor_assets.axe_core()), run axe-core's rules tagged `tags` on it."""
+    vendor_assets.axe_core()), run axe-core's rules tagged `tags` on it; with `boxes`, then
+    measure every display equation, table and code block against what holds it (_BOXES)."""
     found = {}
     page = chromium.new_page(viewport={"width": width, "height": 900}, color_scheme=color_scheme)
     messages: list[str] = []
@@ -235,7 +286,10 @@ def visit(
                     for rule in result["violations"]
                     for node in rule["nodes"]
                 ]
-            found[name] = Visit(dom=dom, console=list(messages), violations=violations)
+            measured = page.evaluate(_BOXES) if boxes else None
+            found[name] = Visit(
+                dom=dom, console=list(messages), violations=violations, boxes=measured
+            )
     finally:
         page.close()
     return found

@@ -226,8 +226,8 @@ def igd(X, c, eta, w0=None, max_epochs=1000, tol=1e-6, stop="change", warn=True)
     """Incremental gradient descent with the delta rule (LMS, Widrow–Hoff, adaline).
 
     Same arguments as :func:`bgd`; w is updated after every example, in the given order.
-    ``eta`` may also be a schedule: a function k -> η_k > 0 of the number k = 0, 1, 2, ...
-    of single updates made before (e.g. ``lambda k: eta0 / (1 + k / tau)``).
+    ``eta`` may also be a schedule: a function t -> η_t > 0 of the number t = 0, 1, 2, ...
+    of single updates made before (e.g. ``lambda t: eta0 / (1 + t / tau)``).
     The default rule stops when an epoch changes Err by at most ``tol``.
     """
     Xa, c, eta, max_epochs, tol, stop = _setup(

@@ -81,7 +81,8 @@ def plot_decision_boundary(X, c, w, ax=None, label="wᵀx = 0", color=None, show
 
 
 def plot_path(f, path, ax=None, xlim=(-2, 2), ylim=(-2, 2), levels=30, label=None, color=None):
-    """Contours of f (takes (..., 2), returns (...)) and a path (k+1, 2) of iterates on them."""
+    """Contours of f (takes (..., 2), returns (...)) and a path (t+1, 2) of iterates on them,
+    in the plane of the weights (w1, w2)."""
     path = _checks.points_2d(path, "path")
     ax = _ax(ax)
     gx, gy = np.meshgrid(np.linspace(*xlim, 200), np.linspace(*ylim, 200))
@@ -91,7 +92,7 @@ def plot_path(f, path, ax=None, xlim=(-2, 2), ylim=(-2, 2), levels=30, label=Non
     color = OKABE_ITO["vermillion"] if color is None else color
     ax.plot(path[:, 0], path[:, 1], "-o", ms=2.5, lw=1, color=color, label=label)
     ax.plot(*path[0], "s", color=color, ms=6)
-    ax.set(xlim=xlim, ylim=ylim, xlabel="$x$", ylabel="$y$")
+    ax.set(xlim=xlim, ylim=ylim, xlabel="$w_1$", ylabel="$w_2$")
     return ax
 
 

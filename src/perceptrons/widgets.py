@@ -470,6 +470,7 @@ def small_multiples(demo, name, values, ncols=3, panel=(3.2, 3.0), **kwargs):
     """The static stand-in for a slider: one panel per slider value, in one figure.
 
     ``demo(ax=..., **kwargs)`` must return (fig, update); each panel calls update(name=value).
+    The panels share one legend, the first panel's, below them.
     """
     values = list(values)
     nrows = -(-len(values) // ncols)
@@ -483,8 +484,14 @@ def small_multiples(demo, name, values, ncols=3, panel=(3.2, 3.0), **kwargs):
     for ax, value in zip(axes.flat, values, strict=False):
         _, update = demo(ax=ax, **kwargs)
         update(**{name: value})
-        if ax.get_legend() is not None and ax is not axes.flat[0]:
+        if ax.get_legend() is not None:
             ax.get_legend().remove()
     for ax in axes.flat[len(values) :]:
         ax.set_visible(False)
+    # one legend for all panels, below them, where it covers no data
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(
+            handles, labels, loc="outside lower center", ncols=len(handles), fontsize="small"
+        )
     return fig
