@@ -203,3 +203,26 @@ def test_a_parent_that_does_not_answer_leaves_the_notebook_to_a_cold_sandbox():
         assert value(box, "x") == 42
     assert box.note == "the warm start did not answer: this notebook ran in a fresh sandbox"
     ours.close()
+
+
+CELLS = [
+    "x = input('your name? ')",  # nobody answers while grading: the error says so
+    "from IPython.display import HTML, display\ndisplay(HTML('<b>bold</b>'))\nprint('after')",
+    "import ipywidgets\nslider = ipywidgets.FloatSlider(value=0.5)\ndisplay(slider)\n"
+    "print(slider.value)",
+    "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()\nprint('shown')",
+    "import sys\nprint(sys.argv[0].rsplit('/', 1)[-1], __name__, sys.stdin.read())",
+]
+
+
+def test_a_warm_child_behaves_as_a_cold_sandbox(zygote):
+    seen = {}
+    for start in ("warm", "cold"):
+        with sandbox.Sandbox(LIMITS, zygote=zygote.control if start == "warm" else None) as box:
+            answers = [box.request(wire.Run(cell)) for cell in CELLS]
+        assert box.note is None
+        seen[start] = [(a.stdout, a.stderr, a.error) for a in answers]
+    assert seen["warm"] == seen["cold"]
+    nobody = "EOFError: input() has no one to answer while the notebook is graded"
+    assert seen["warm"][0][2] == nobody
+    assert seen["warm"][4][0] == "agent.py __main__ \n"

@@ -110,6 +110,11 @@ def valued(value) -> wire.Answer:
         return wire.Answer(refused=str(err))
 
 
+def no_input(prompt: str = "") -> str:
+    """``input()`` while grading: nobody answers (a kernel run by nbgrader refuses too)."""
+    raise EOFError("input() has no one to answer while the notebook is graded")
+
+
 class Agent:
     def __init__(self):
         from IPython.core.interactiveshell import InteractiveShell
@@ -121,6 +126,9 @@ class Agent:
         config.InteractiveShell.xmode = "Plain"
         self.shell = InteractiveShell.instance(config=config)
         self.shell.user_ns["__name__"] = "__main__"
+        import builtins
+
+        builtins.input = no_input
 
     def run(self, request: wire.Run) -> wire.Answer:
         out, err = io.StringIO(), io.StringIO()

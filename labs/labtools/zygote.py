@@ -142,6 +142,7 @@ def _agent(job: dict, requests: int, answers: int, output: int) -> None:
     from labtools import agent
 
     agent.AGENT = os.getpid()
+    sys.argv[:] = [agent.__file__]  # as the cold start's python -m labtools.agent has it
     agent.main()
 
 
