@@ -71,3 +71,32 @@ def test_tolerances_are_relative_and_absolute():
 def test_the_message_names_the_item_of_a_tuple():
     with pytest.raises(AssertionError, match=r"step\(\)\[1\] must have shape \(2,\)"):
         assert_same((np.ones(2), np.ones(3)), (np.ones(2), np.ones(2)), what="step()")
+
+
+def test_a_pair_may_be_an_array_along_its_first_axis():
+    """Lab 6 ex 4 and the labs' Rules: "the pair" may be a tuple, a list or an array."""
+    assert_same(np.array([0.2, 50.0]), (0.2, 50.0))
+    assert_same(np.ones((2, 3)), (np.ones(3), np.ones(3)))
+    with pytest.raises(AssertionError, match="must have 2 items; got 3"):
+        assert_same(np.array([0.2, 50.0, 1.0]), (0.2, 50.0))
+    with pytest.raises(AssertionError, match=r"must be a tuple \(or list, or array\)"):
+        assert_same(np.float64(0.2), (0.2, 50.0))
+
+
+def test_keeps_inputs_names_the_argument_a_function_changed():
+    from perceptrons.testing import keeps_inputs
+
+    def step(w, delta):
+        w += delta
+        return w
+
+    def fair(w, delta):
+        return w + delta
+
+    w = np.array([1.0, 2.0])
+    assert_same(keeps_inputs(fair)(w, np.ones(2)), np.array([2.0, 3.0]))
+    with pytest.raises(AssertionError, match=r"step changed its argument 1 in place"):
+        keeps_inputs(step)(w, np.ones(2))
+    with pytest.raises(AssertionError, match=r"argument delta in place"):
+        keeps_inputs(lambda w, delta: delta.append(0))(w, delta=[1.0])
+    assert keeps_inputs(lambda x: x)(float("nan")) != 0  # NaN stays NaN: unchanged

@@ -13,12 +13,13 @@ give the same verdict.
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 
 import numpy as np
 
-__all__ = ["assert_same"]
+__all__ = ["assert_same", "keeps_inputs"]
 
 
 def _kind(value) -> str:
@@ -54,8 +55,9 @@ def assert_same(
 
     expected : the reference. A bool needs a bool; a number (int or float) needs a real
         number that is not a bool; an array, or a list of numbers, needs an array of the
-        same shape (not one that broadcasts to it); a tuple needs a tuple or list of the
-        same length, compared item by item; a dict needs the same keys.
+        same shape (not one that broadcasts to it); a tuple needs a tuple, a list or an
+        array (along its first axis) of the same length, compared item by item; a dict
+        needs the same keys.
     rtol, atol : values agree when ``|actual - expected| <= atol + rtol * |expected|``;
         NaN agrees with nothing, infinities only with themselves.
     what : how the message names ``actual`` (e.g. "pt_step(w, x, 1, 0.5)").
@@ -71,9 +73,11 @@ def assert_same(
             raise AssertionError(f"{what} is {bool(actual)}; expected {bool(expected)}")
         return
     if isinstance(expected, tuple):
-        if not isinstance(actual, tuple | list):
+        is_array = isinstance(actual, np.ndarray) and actual.ndim >= 1
+        if not (isinstance(actual, tuple | list) or is_array):
             raise AssertionError(
-                f"{what} must be a tuple of {len(expected)} items; got {_kind(actual)}"
+                f"{what} must be a tuple (or list, or array) of {len(expected)} items; "
+                f"got {_kind(actual)}"
             )
         if len(actual) != len(expected):
             raise AssertionError(f"{what} must have {len(expected)} items; got {len(actual)}")
@@ -113,3 +117,45 @@ def assert_same(
             f"{what} differs at index {k}: {a[k]!r} where {e[k]!r} is expected "
             f"({int(np.count_nonzero(~close))} of {close.size} values differ)"
         )
+
+
+def keeps_inputs(func):
+    """``func`` as a check of the labs' rule "inputs unchanged": calling the result calls
+    ``func`` and then raises AssertionError if it changed any argument in place (as
+    ``w += delta`` changes the caller's ``w``), naming the argument; else it returns what
+    ``func`` returned. The grader applies the same rule to every call of a graded
+    function; this lets a visible check tell the student first.
+    """
+
+    def call(*args, **kwargs):
+        before = copy.deepcopy((args, kwargs))
+        result = func(*args, **kwargs)
+        named = [
+            (f"argument {k + 1}", a, b)
+            for k, (a, b) in enumerate(zip(args, before[0], strict=True))
+        ]
+        named += [(f"argument {key}", kwargs[key], before[1][key]) for key in kwargs]
+        for which, after, was in named:
+            if not _equal(after, was):
+                name = getattr(func, "__name__", "the function")
+                raise AssertionError(
+                    f"{name} changed its {which} in place; the labs' functions must leave "
+                    "what they are given unchanged (write w = w + delta, not w += delta)"
+                )
+        return result
+
+    return call
+
+
+def _equal(a, b) -> bool:
+    """Whether an argument is as it was (arrays element by element, NaN equal to NaN)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_equal, a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    return bool(a == b) if not isinstance(a, float) or a == a else b != b
