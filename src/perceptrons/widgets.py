@@ -138,7 +138,7 @@ def slider_panel(fig, update: Callable[..., str], **sliders):
     image, status = widgets.HTML(), widgets.Label()
 
     def redraw(_=None):
-        status.value = update(**{name: w.value for name, w in sliders.items()})
+        status.value = update(**{name: shown(w) for name, w in sliders.items()})
         values = ", ".join(f"{w.description} = {w.value:.3g}" for w in sliders.values())
         alt = html.escape(f"The figure for {values}: {status.value}")
         png = base64.b64encode(renderer.png()).decode()
@@ -149,6 +149,14 @@ def slider_panel(fig, update: Callable[..., str], **sliders):
         w.observe(redraw, names="value")
     redraw()
     return widgets.VBox([_slider_row(sliders), status, image])
+
+
+def shown(slider):
+    """The value a slider's readout shows, as the number it runs with: a float slider's to
+    three significant digits (a log slider's 10**-2.7 shows, and runs, as 0.002), so that
+    typing what the readout says gives what the status said."""
+    value = slider.value
+    return float(f"{value:.3g}") if isinstance(value, float) else value
 
 
 def _slider_row(sliders):
@@ -312,11 +320,15 @@ def _status(res, what="steps"):
     return f"stopped after {res.iterations} {what}"
 
 
-def gd_path_demo(f, grad, w0, xlim=(-2, 2), ylim=(-2, 2), steps=300, levels=30, ax=None):
+def gd_path_demo(
+    f, grad, w0, xlim=(-2, 2), ylim=(-2, 2), steps=300, levels=30, ax=None, below=None
+):
     """Gradient descent (with momentum) on a 2-D function: contours once, the path on top.
 
     f : (..., 2) -> (...); grad : (2,) -> (2,); w0 : (2,). Returns (fig, update) with
     update(eta, alpha=0.0) -> status, e.g. "η = 0.1: converged in 57 steps, f = -0.4289".
+    ``below``: a threshold; the status then also says at which step f first fell below it
+    ("f < 0.0001 from step 117"), or that it never did ("f never < 0.0001").
     """
     ax = _new_ax(ax, (5, 4.5))
     plotting.plot_path(f, np.array([w0]), ax=ax, xlim=xlim, ylim=ylim, levels=levels)
@@ -331,6 +343,12 @@ def gd_path_demo(f, grad, w0, xlim=(-2, 2), ylim=(-2, 2), steps=300, levels=30, 
         status = f"η = {eta:g}" + (f", α = {alpha:g}" if alpha else "") + f": {_status(res)}"
         if not res.diverged:
             status += f", f = {float(f(res.w)):.4g}"
+        if below is not None:
+            first = np.flatnonzero(f(res.path) < below)
+            reached = first.size and not res.diverged
+            status += (
+                f"; f < {below:g} from step {first[0]}" if reached else (f"; f never < {below:g}")
+            )
         ax.set_title(status, fontsize="small")
         return status
 
