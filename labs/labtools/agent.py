@@ -10,11 +10,12 @@ framing and the grader's parser of the answers: :mod:`labtools.wire`):
   be sent;
 - :class:`~labtools.wire.Call` calls the student's function with plain-data arguments and
   answers its result and the arguments as they are after the call (so a function that
-  changes its input can be caught); the package functions named in ``forbid`` raise
-  RuntimeError while it runs ("write it yourself"), and the names in ``reference`` are the
-  instructor's versions (charged once: a later exercise is not failed by an earlier one's
-  bug). The instructor's code stays with the grader: here such a name is a stand-in
-  whose every call goes to the grader as a callback (plain data out, plain data back).
+  changes its input can be caught); the functions named in ``forbid`` raise
+  RuntimeError while it runs ("write it yourself", :mod:`labtools.forbid`), and the names
+  in ``reference`` are the instructor's versions (charged once: a later exercise is not
+  failed by an earlier one's bug). The instructor's code stays with the grader: here such
+  a name is a stand-in whose every call goes to the grader as a callback (plain data out,
+  plain data back).
 
 Nothing here is trusted: the student's code runs in this process and may change any of
 it. The grader reads only plain data from it, checks every message, and computes every
@@ -27,7 +28,9 @@ import contextlib
 import importlib
 import io
 import os
+import sys
 import traceback
+import types
 import warnings
 
 from labtools import wire
@@ -35,6 +38,7 @@ from labtools import wire
 REQUESTS, ANSWERS = 3, 4
 MAX_OUTPUT = 20_000  # characters of printed output sent per cell (the grader cuts again)
 AGENT = os.getpid()
+_THIS = sys.modules[__name__]  # (run as __main__, which IPython's shell then takes over)
 
 
 def receive() -> bytes | None:
@@ -50,32 +54,144 @@ def cut(text: str) -> str:
     return text if len(text) <= MAX_OUTPUT else text[:MAX_OUTPUT] + "\n[... output cut]"
 
 
-def _forbidden_code(qualified: str):
-    """A code object with no free variables that raises, named like the function."""
-    name = qualified.rsplit(".", 1)[-1]
-    message = f"{qualified} is not available here: this exercise asks you to write it yourself"
-    namespace: dict = {}
-    exec(f"def {name}(*args, **kwargs):\n    raise RuntimeError({message!r})\n", namespace)
-    return namespace[name].__code__
+def _refusal(qualified: str) -> RuntimeError:
+    return RuntimeError(
+        f"{qualified} is not available here: this exercise asks you to write it yourself"
+    )
+
+
+_STAND_INS: dict[str, object] = {}  # qualified name -> the code object that replaces its code
+_ORIGINALS: dict[str, tuple] = {}  # qualified name -> (the original as a function, its home)
+_SWAPS: dict[str, tuple] = {}  # qualified name -> (the function, its stand-in's code)
+
+
+def _home(obj) -> str:
+    """The folder of the package that defines ``obj`` (calls from there pass, for the
+    package's own functions only: see :func:`forbidden`)."""
+    module = importlib.import_module(obj.__module__.split(".")[0])
+    return os.path.dirname(module.__file__ or "") + os.sep
+
+
+def forbidden(qualified: str, args: tuple, kwargs: dict, passes: bool):
+    """What a forbidden function does while the student's function runs: raise, unless
+    ``passes`` and its caller is its own package's code (``P.pt`` calling its engine)."""
+    original, home = _ORIGINALS[qualified]
+    caller = sys._getframe(2).f_code.co_filename  # 0: here, 1: the stand-in, 2: its caller
+    if passes and caller.startswith(home):
+        return original(*args, **kwargs)
+    raise _refusal(qualified)
+
+
+def _stand_in_code(qualified: str, passes: bool):
+    """A code object with no free variables that hands the call to :func:`forbidden`."""
+    if (qualified, passes) not in _STAND_INS:
+        name = qualified.rsplit(".", 1)[-1]
+        namespace: dict = {}
+        exec(
+            f"def {name}(*args, **kwargs):\n"
+            f"    return __import__('sys').modules['labtools.agent'].forbidden(\n"
+            f"        {qualified!r}, args, kwargs, {passes!r})\n",
+            namespace,
+        )
+        _STAND_INS[qualified, passes] = namespace[name].__code__
+    return _STAND_INS[qualified, passes]
+
+
+def _attribute_stand_in(qualified: str):
+    def stand_in(*args, **kwargs):
+        raise _refusal(qualified)
+
+    stand_in.__name__ = stand_in.__qualname__ = qualified.rsplit(".", 1)[-1]
+    return stand_in
+
+
+def _enforce(qualified: str, namespace: dict | None, swapped: list, replaced: list) -> None:
+    """Make ``qualified`` raise (see :func:`forbidding`), noting what to undo."""
+    from labtools import forbid
+
+    if qualified in _SWAPS:  # found before: the function and its stand-in's code
+        func, stand_in = _SWAPS[qualified]
+        swapped.append((func, func.__code__))
+        func.__code__ = stand_in
+        return
+    obj = forbid.resolve(qualified)
+    func = forbid.target(obj)
+    if func is not None:
+        original = types.FunctionType(
+            func.__code__, func.__globals__, func.__name__, func.__defaults__
+        )
+        original.__kwdefaults__ = func.__kwdefaults__
+        _ORIGINALS[qualified] = original, _home(func)
+        passes = qualified.startswith(f"{forbid.PACKAGE}.")
+        _SWAPS[qualified] = func, _stand_in_code(qualified, passes)
+        return _enforce(qualified, namespace, swapped, replaced)
+    forbid.how(qualified)  # raises ForbidError for what cannot be enforced
+    owner_name, _, attr = qualified.rpartition(".")
+    owner = forbid.resolve(owner_name)
+    if isinstance(owner, type):  # a class's method: replaced on the class
+        replaced.append((owner, attr, obj))
+        setattr(owner, attr, _attribute_stand_in(qualified))
+        return
+    top = qualified.split(".")[0]
+    stand_in = _attribute_stand_in(qualified)
+    spaces = [vars(m) for n, m in list(sys.modules.items()) if n.split(".")[0] == top]
+    for space in [*spaces, *([namespace] if namespace is not None else [])]:
+        for key in [k for k, v in space.items() if v is obj]:
+            replaced.append((space, key, obj))
+            space[key] = stand_in
 
 
 @contextlib.contextmanager
-def forbidding(names: list[str]):
-    """While inside, each function named 'module.attr' raises RuntimeError, wherever
-    the student keeps a reference to it (its code object is swapped)."""
-    swapped = []
+def forbidding(names: list[str], namespace: dict | None = None):
+    """While inside, each function named in ``names`` (qualified, see
+    :mod:`labtools.forbid`) raises RuntimeError. A function with Python code has its code
+    swapped, so every reference to it (aliases, default arguments, closures) reaches the
+    stand-in; the package's own functions still run when the package calls them. An object
+    without Python code (a ufunc) is replaced in every loaded module of its package and in
+    ``namespace`` (the student's), wherever it stands. A name whose package is not
+    imported yet (scikit-learn takes seconds) is enforced as soon as an ``import`` inside
+    loads it. A name that cannot be enforced raises here: never a silent no-op."""
+    import builtins
+
+    sys.modules.setdefault("labtools.agent", _THIS)  # what the stand-ins call
+    swapped, replaced, pending = [], [], []
+    real_import, depth = builtins.__import__, [0]
+
+    def watching_import(*args, **kwargs):
+        depth[0] += 1
+        try:
+            module = real_import(*args, **kwargs)
+        finally:
+            depth[0] -= 1
+        ready = [q for q in pending if q.split(".")[0] in sys.modules]
+        if depth[0] == 0 and ready:  # the outermost import is done: enforce what it loaded
+            depth[0] += 1  # (the imports that enforcing makes do not come back here)
+            try:
+                for qualified in ready:
+                    pending.remove(qualified)
+                    _enforce(qualified, namespace, swapped, replaced)
+            finally:
+                depth[0] -= 1
+        return module
+
     try:
         for qualified in names:
-            module, _, attr = qualified.rpartition(".")
-            func = getattr(importlib.import_module(module), attr, None)
-            code = getattr(func, "__code__", None)
-            if code is not None and not code.co_freevars:
-                swapped.append((func, code))
-                func.__code__ = _forbidden_code(qualified)
+            if qualified.split(".")[0] in sys.modules:
+                _enforce(qualified, namespace, swapped, replaced)
+            else:
+                pending.append(qualified)
+        if pending:
+            builtins.__import__ = watching_import
         yield
     finally:
-        for func, code in swapped:
+        builtins.__import__ = real_import
+        for func, code in reversed(swapped):
             func.__code__ = code
+        for space, key, obj in reversed(replaced):
+            if isinstance(space, type):
+                setattr(space, key, obj)
+            else:
+                space[key] = obj
 
 
 def _reference(name: str):
@@ -172,7 +288,10 @@ class Agent:
             warnings.simplefilter("always")
             try:
                 with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-                    with forbidding(request.forbid), self.references(request.reference):
+                    with (
+                        forbidding(request.forbid, self.shell.user_ns),
+                        self.references(request.reference),
+                    ):
                         result = func(*args, **kwargs)
             except BaseException as error:  # noqa: BLE001 - reported to the grader as data
                 if isinstance(error, SystemExit | KeyboardInterrupt) and os.getpid() != AGENT:

@@ -111,13 +111,16 @@ def used_names(source: str) -> set[str]:
 def declared(source_nb: dict) -> dict[str, list[str]]:
     """The names that may cross from the student's side: those the instructor's solution
     cells define, each with the package functions it must not use ("write it yourself",
-    from the cell's ``grading.forbid`` metadata, as 'perceptrons.pt')."""
+    from the cell's ``grading`` metadata, qualified: :func:`labtools.forbid.names_for`)."""
+    from labtools import forbid
+
     names = {}
     for cell in source_nb["cells"]:
         if cell["cell_type"] == "code" and is_answer(cell):
-            forbid = cell.get("metadata", {}).get("grading", {}).get("forbid", [])
+            grading = cell.get("metadata", {}).get("grading", {})
+            closed = forbid.names_for(grading) if grading else []
             for name in assigned_names(text(cell)):
-                names[name] = [f if "." in f else f"perceptrons.{f}" for f in forbid]
+                names[name] = closed
     return names
 
 

@@ -16,6 +16,7 @@ import re
 import tempfile
 from pathlib import Path
 
+from labtools import forbid
 from labtools.course import open_course  # the same course set-up as grading
 from labtools.layout import LABS
 
@@ -26,12 +27,24 @@ def stub_message(source_cell: dict) -> str:
     """What the student must write in this cell, read from the instructor's version."""
     text = "".join(source_cell["source"])
     funcs = re.findall(r"^def (\w+)\(", text, flags=re.M)
-    forbid = source_cell.get("metadata", {}).get("grading", {}).get("forbid", [])
-    if funcs and forbid:
-        names = ", ".join(f"P.{name}" for name in forbid if "." not in name)  # (public ones)
+    grading = source_cell.get("metadata", {}).get("grading", {})
+    if funcs and ("allow" in grading or grading.get("forbid")):
+        allow, outside = forbid.public(grading)
+        if "allow" in grading:
+            may = ", ".join(f"P.{n}" for n in allow)
+            rule = (
+                f"it may call only {may} from the package"
+                if allow
+                else ("it may call no function of the package")
+            )
+        else:
+            rule = "without " + ", ".join(f"P.{n}" for n in grading.get("forbid", []))
+        others = [n for n in outside if not n.startswith("perceptrons.")]
+        if others and "allow" in grading:
+            rule += ", nor " + ", ".join(others)
         return (
-            f"Student exercise: write the body of `{funcs[-1]}` (see its docstring) "
-            f"without {names}: when it is graded, those raise an error."
+            f"Student exercise: write the body of `{funcs[-1]}` (see its docstring); {rule}: "
+            "anything else that does the exercise raises an error when it is graded."
         )
     if funcs:
         return f"Student exercise: write the body of `{funcs[-1]}` (see its docstring)."
@@ -54,9 +67,21 @@ def add_stub_messages(release_nb: dict, source_nb: dict) -> dict:
     return release_nb
 
 
+def check_forbids(labs: Path = LABS) -> None:
+    """Every solution cell's ``grading`` names only what can be enforced (raises
+    :class:`labtools.forbid.ForbidError` otherwise): a forbid is never a silent no-op."""
+    for path in sorted((labs / "source").glob("*/*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            grading = cell.get("metadata", {}).get("grading")
+            if grading:
+                where = f"{path.stem} {cell['metadata'].get('nbgrader', {}).get('grade_id')}"
+                forbid.check(grading, where)
+
+
 def generate(labs: Path = LABS, out: Path | None = None) -> Path:
     """Generate the student version of every lab into ``out`` (default: labs/release)."""
     out = labs / "release" if out is None else out
+    check_forbids(labs)
     with tempfile.TemporaryDirectory() as tmp:
         course = Path(tmp) / "course"
         for lab in open_course(course, labs):
