@@ -39,6 +39,7 @@ SLOW_MODULES = {
     "test_grader_limits.py",
     "test_instructor_runs.py",
     "test_formgrader.py",
+    "test_lab_sliders.py",
 }
 BOOK_FIXTURES = {"built_books"}
 BOOK_MODULES = {"test_book.py", "test_browser.py"}
@@ -46,6 +47,7 @@ BINDER_MODULES = {"test_binder.py", "test_jupyterlab.py"}
 SANDBOX_MODULES = {
     "test_grading.py",
     "test_null_answers.py",
+    "test_answer_families.py",
     "test_dask_cli.py",
     "test_intake.py",
     "test_instructor_runs.py",
@@ -111,6 +113,9 @@ SECONDS = {
     "tests/test_grading.py": 165,
     "tests/test_null_answers.py": 160,  # 221 before it graded without feedback files
     "tests/test_dask_cli.py": 35,
+    # alone, 2026-11-27: 40 family notebooks graded (80 s) and the shortcuts' control (14 s)
+    "tests/test_answer_families.py": 100,
+    "tests/test_lab_sliders.py": 55,  # alone, 2026-11-27: every position of three sliders
     "tests/test_grader_limits.py": 60,  # measured alone, 2026-11-27
     "tests/test_perceptron.py": 38,
     "tests/test_intake.py": 31,
