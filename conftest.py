@@ -23,7 +23,7 @@ group together).
   the same folder.
 - a notebook: its cells share one kernel (nbval) and run in order.
 - any other test: its module, so that a module-scoped fixture is made once. The grading
-  modules (SANDBOX_MODULES) are ten such groups, which may run at the same time; their
+  modules (SANDBOX_MODULES) are eleven such groups, which may run at the same time; their
   tests are marked `sandbox` and hold the sandbox lock (tests/_helpers.py) shared, so that
   the planted class's count of leftover processes, which holds it alone, sees no sandbox
   of another worker's test. OWN_GROUP puts a test of a grading module that only runs
