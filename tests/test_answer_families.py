@@ -17,7 +17,7 @@ import json
 import time
 
 import pytest
-from _helpers import answered, need_sandbox, sandbox_lock
+from _helpers import answered, need_sandbox, sandbox_lock, scores
 from families import FAMILIES
 from labtools import grade, layout, notebook
 from labtools.wire import Status
@@ -72,8 +72,24 @@ def family_grades(tmp_path_factory):
         summary = grade.grade(
             tmp, tmp / "course", jobs=2, limits=LIMITS, progress=False, feedback=False
         )
-    print(f"\n{len(planted)} family notebooks graded in {time.monotonic() - start:.0f} s")
+        # the reference path, a fresh sandbox per notebook: the same scores, every one
+        cold = grade.grade(
+            tmp, tmp / "cold", jobs=2, limits=LIMITS, progress=False, feedback=False, cold=True
+        )
+    print(f"\n{len(planted)} family notebooks graded twice in {time.monotonic() - start:.0f} s")
+    COLD.update(warm=scores(summary), cold=scores(cold))
     return planted, {(row.student, row.lab): row for row in summary["graded"]}
+
+
+COLD: dict = {}  # the scores of the warm and the cold run, for the test below
+
+
+@pytest.mark.slow
+def test_the_warm_and_the_cold_start_give_every_family_notebook_the_same_scores(family_grades):
+    planted, _ = family_grades
+    warm, cold = COLD["warm"], COLD["cold"]
+    assert set(warm) == set(cold) == set(planted)
+    assert {k: (v, cold[k]) for k, v in warm.items() if cold[k] != v} == {}
 
 
 def test_every_solution_code_cell_has_its_family():
