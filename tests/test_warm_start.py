@@ -226,3 +226,36 @@ def test_a_warm_child_behaves_as_a_cold_sandbox(zygote):
     nobody = "EOFError: input() has no one to answer while the notebook is graded"
     assert seen["warm"][0][2] == nobody
     assert seen["warm"][4][0] == "agent.py __main__ \n"
+
+
+def test_what_the_sandbox_binds_under_tmp_stays_in_a_childs_fresh_tmp(monkeypatch):
+    """A checkout or environment under /tmp (CI clones there) is bound below the sandbox's
+    /tmp; a warm child's empty /tmp must keep it, read-only, or its Python is gone."""
+    need_sandbox()
+    if sandbox.warm_available():
+        pytest.skip(sandbox.warm_available())
+    bound = Path("/tmp") / f"labtools-bound-{uuid.uuid4().hex}"
+    (bound / "pkg").mkdir(parents=True)
+    (bound / "pkg" / "data.txt").write_text("still here")
+    try:
+        paths = sandbox._python_paths()
+        monkeypatch.setattr(sandbox, "_python_paths", lambda: [*paths, bound])
+        parent = sandbox.Zygote()
+        try:
+            with sandbox.Sandbox(LIMITS, zygote=parent.control) as box:
+                source = (
+                    f"import os\nseen = open({str(bound / 'pkg' / 'data.txt')!r}).read()\n"
+                    f"top = sorted(os.listdir('/tmp'))\n"
+                    f"try:\n    open({str(bound / 'new')!r}, 'w')\n    wrote = True\n"
+                    "except OSError:\n    wrote = False"
+                )
+                run(box, source)
+                assert value(box, "seen") == "still here"
+                assert value(box, "wrote") is False  # read-only, as in the cold sandbox
+                assert value(box, "top") == sorted([bound.name, "ipython"])
+        finally:
+            parent.close()
+    finally:
+        import shutil
+
+        shutil.rmtree(bound)

@@ -38,6 +38,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import resource
 import select
 import signal
@@ -48,7 +49,8 @@ import threading
 CONTROL = 3
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 0x40000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
+MS_REC, MS_PRIVATE = 0x4000, 0x40000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS = 1, 4, 22, 38
 SECCOMP_MODE_FILTER = 2
 KEYCTL_JOIN_SESSION_KEYRING = 1
@@ -70,6 +72,36 @@ def _check(result: int, what: str) -> None:
 def _mount(kind: str, target: str, flags: int, options: str | None = None) -> None:
     data = options.encode() if options else None
     _check(libc.mount(kind.encode(), target.encode(), kind.encode(), flags, data), target)
+
+
+def _mount_points_under(top: str) -> list[str]:
+    """The mount points below ``top`` in this mount namespace, parents first."""
+    points = []
+    with open("/proc/self/mountinfo") as info:
+        for line in info:
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), line.split()[4])
+            if point.startswith(top + "/"):
+                points.append(point)
+    return sorted(set(points), key=lambda p: p.count("/"))
+
+
+def _fresh_tmp(size: str) -> None:
+    """An empty tmpfs on /tmp that keeps what the sandbox bound below /tmp (a checkout or
+    an environment under /tmp), bound again read-only from the tmpfs it covers."""
+    kept = _mount_points_under("/tmp")
+    old = os.open("/tmp", os.O_PATH | os.O_DIRECTORY)
+    _mount("tmpfs", "/tmp", MS_NOSUID | MS_NODEV, size)
+    for point in kept:
+        source = f"/proc/self/fd/{old}/{os.path.relpath(point, '/tmp')}"
+        if os.path.isdir(source):
+            os.makedirs(point, mode=0o755, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(point), mode=0o755, exist_ok=True)
+            open(point, "a").close()  # noqa: SIM115 - a file to bind a file on
+        _check(libc.mount(source.encode(), point.encode(), None, MS_BIND, None), point)
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+        _check(libc.mount(None, point.encode(), None, flags, None), point)
+    os.close(old)
 
 
 def prepare() -> None:
@@ -107,7 +139,7 @@ def _agent(job: dict, requests: int, answers: int, output: int) -> None:
     size = f"size={job['tmp']},mode=1777"
     _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "private mounts")
     _mount("proc", "/proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    _mount("tmpfs", "/tmp", MS_NOSUID | MS_NODEV, size)
+    _fresh_tmp(size)
     if os.path.isdir("/dev/shm"):
         _mount("tmpfs", "/dev/shm", MS_NOSUID | MS_NODEV, size)
     uid = job["uid"]
