@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import json
 import logging
 import multiprocessing
 import os
@@ -54,7 +53,7 @@ from labtools.record import read_row
 from nbclient import NotebookClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from _helpers import answered  # noqa: E402  (a solved notebook, as the tests make it)
+from bench_grading import plant as plant_paths  # noqa: E402  (this folder)
 
 JOBS = 2  # notebooks at once, for every path that can run more than one
 FELL_BACK = "the warm start did not answer"  # a row's note (labtools.sandbox.Sandbox)
@@ -92,16 +91,9 @@ def say(what: str) -> None:
 
 
 def plant(root: Path, students: int) -> list[tuple[str, str, Path]]:
-    """(student, lab, path) of each correct submission, written under ``root``."""
-    planted = []
-    for lab in layout.lab_names():
-        nb = answered(lab)
-        for k in range(students):
-            path = root / f"student{k}" / lab / f"{lab}.ipynb"
-            path.parent.mkdir(parents=True)
-            path.write_text(json.dumps(nb))
-            planted.append((f"student{k}", lab, path))
-    return planted
+    """(student, lab, path) of each correct submission, written under ``root``
+    (``root/<student>/<lab>/<lab>.ipynb``, by bench_grading's planting)."""
+    return [(path.parts[-3], path.parts[-2], path) for path in plant_paths(root, students)]
 
 
 def graded(submissions: Path, course: Path, **options) -> float:

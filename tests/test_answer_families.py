@@ -77,17 +77,13 @@ def family_grades(tmp_path_factory):
             tmp, tmp / "cold", jobs=2, limits=LIMITS, progress=False, feedback=False, cold=True
         )
     print(f"\n{len(planted)} family notebooks graded twice in {time.monotonic() - start:.0f} s")
-    COLD.update(warm=scores(summary), cold=scores(cold))
-    return planted, {(row.student, row.lab): row for row in summary["graded"]}
-
-
-COLD: dict = {}  # the scores of the warm and the cold run, for the test below
+    rows = {(row.student, row.lab): row for row in summary["graded"]}
+    return planted, rows, (scores(summary), scores(cold))
 
 
 @pytest.mark.slow
 def test_the_warm_and_the_cold_start_give_every_family_notebook_the_same_scores(family_grades):
-    planted, _ = family_grades
-    warm, cold = COLD["warm"], COLD["cold"]
+    planted, _, (warm, cold) = family_grades
     assert set(warm) == set(cold) == set(planted)
     assert {k: (v, cold[k]) for k, v in warm.items() if cold[k] != v} == {}
 
@@ -109,7 +105,7 @@ def test_every_solution_code_cell_has_its_family():
 @pytest.mark.slow  # grades every family notebook of every lab in the sandbox: a minute
 @pytest.mark.parametrize("lab", layout.lab_names(LABS))
 def test_shortcuts_earn_nothing_and_alternatives_every_point(family_grades, lab):
-    planted, rows = family_grades
+    planted, rows, _ = family_grades
     wrong = []
     for (student, lab_of), (checked, labels) in planted.items():
         if lab_of != lab:

@@ -93,12 +93,9 @@ class _Server:
 
     def close(self) -> None:
         """Stop the server (it also ends by itself when this process does)."""
-        self.control.close()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        from labtools.sandbox import end_server
+
+        end_server(self.process, self.control)
 
     def alive(self) -> bool:
         return self.process.poll() is None

@@ -344,12 +344,18 @@ class Zygote:
         return self.process.poll() is None
 
     def close(self) -> None:
-        self.control.close()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        end_server(self.process, self.control)
+
+
+def end_server(process: subprocess.Popen, control: socket.socket) -> None:
+    """Close a server's control socket, on which it ends by itself; kill it if it has not
+    within five seconds (the judge server and the warm parent)."""
+    control.close()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 class Sandbox:
