@@ -56,10 +56,14 @@ PRELOAD = (
     "numpy",
     "matplotlib.pyplot",
     "IPython",
+    "ipywidgets",
     "nbformat",
     "bleach",
     "nbconvert.filters.markdown",
     "perceptrons",
+    "perceptrons.testing",
+    "perceptrons.widgets",
+    "labtools.forbid",
     "labtools.verdicts",
     "labtools.render",
     "nbgrader.converters",
@@ -373,6 +377,16 @@ def _warm_parent() -> None:
         _WARM_DEATHS[0] += 1
 
 
+def _warm_up() -> None:
+    """Fill, once in the server, the caches every child would otherwise fill again: the
+    package's list of functions ("write it yourself") and the HTML cleaner's parser.
+    Nothing here comes from a student."""
+    from labtools import forbid, render
+
+    forbid.package_functions()
+    render.written_html("*warm* `up`: [a link](https://example.org)")
+
+
 def serve() -> None:
     """The server: one fork per request on the control socket (standard input)."""
     import importlib
@@ -382,6 +396,10 @@ def serve() -> None:
     _die_with_parent()
     for name in PRELOAD:
         importlib.import_module(name)
+    _warm_up()
+    import gc
+
+    gc.freeze()  # what it holds now stays out of collections: a child copies no page for them
     _WARM_MISSING[0] = sandbox.warm_available()  # (runs bubblewrap: before SIGCHLD is ignored)
     control = socket.socket(fileno=0)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
