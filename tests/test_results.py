@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import perceptrons as P
-from perceptrons._results import Recorder, Result
+from perceptrons._results import Recorder, Result, _norm
 
 FIELDS = ["w", "path", "loss", "iterations", "converged", "diverged"]
 
@@ -171,3 +171,18 @@ def test_igd_runs_its_own_loop(monkeypatch):
     np.testing.assert_array_equal(after.path, before.path)
     with pytest.raises(AssertionError, match="LMS pass"):
         P.lms(Xb, cb, eta=0.01)  # LMS keeps it
+
+
+def test_the_loops_norm_is_numpys_bit_for_bit():
+    """The recorder asks ‖w‖ and ‖∇E‖ at every step through its own ``_norm`` (numpy's
+    checks cost more than the step): the same float as ``np.linalg.norm``, always."""
+    rng = np.random.default_rng(0)
+    vectors = [
+        rng.normal(size=d) * scale for d in (1, 2, 3, 10, 257) for scale in (1e-200, 1, 1e150)
+    ]
+    vectors += [np.array([3, 4]), np.array([np.inf, 1.0]), np.array([np.nan, 1.0]), np.zeros(3)]
+    vectors += [rng.normal(size=(4, 3))]
+    for v in vectors:
+        expected = np.linalg.norm(v)
+        got = _norm(v)
+        assert (np.isnan(got) and np.isnan(expected)) or got == expected, v

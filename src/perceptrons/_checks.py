@@ -7,6 +7,7 @@ reads what to fix instead of getting a wrong answer.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -99,6 +100,8 @@ def points_2d(X, name: str = "X") -> np.ndarray:
 
 
 def _real(value, name: str) -> float:
+    if type(value) is float:  # the common case, asked at every step of a loop
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"`{name}` must be a real number; got {type(value).__name__}.")
     return float(value)
@@ -107,7 +110,7 @@ def _real(value, name: str) -> float:
 def positive(value, name: str) -> float:
     """Return ``value`` as a float if it is finite and > 0."""
     v = _real(value, name)
-    if not (np.isfinite(v) and v > 0):
+    if not (math.isfinite(v) and v > 0):
         raise ValueError(f"`{name}` must be > 0; got {value!r}.")
     return v
 

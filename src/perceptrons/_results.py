@@ -34,6 +34,16 @@ class DivergenceWarning(UserWarning):
     """Training stopped because the weights or the error grew without bound (η too large)."""
 
 
+def _norm(v) -> float:
+    """‖v‖, the value ``np.linalg.norm(v)`` gives (the square root of v·v, in floats), without
+    its checks: the loops ask it at every step."""
+    v = np.asarray(v)
+    if v.dtype.kind != "f":
+        v = v.astype(float)
+    v = v.ravel()
+    return math.sqrt(v.dot(v))
+
+
 @dataclass(frozen=True, kw_only=True)
 class Result:
     """The fields every trainer's result has (see the module's docstring)."""
@@ -106,7 +116,7 @@ class Recorder:
         ∇E there (for stop="grad"; else ``self.gradient`` computes it)."""
         if self.stop == "grad":
             g = self.gradient(self.w) if gradient is None else gradient
-            return bool(np.linalg.norm(g) <= self.tol)
+            return bool(_norm(g) <= self.tol)
         if self.stop == "change":
             if len(self.losses) < 2:  # no iteration yet: no change to measure
                 return False
@@ -116,11 +126,11 @@ class Recorder:
     def diverged(self, *, w=None, loss=None, gradient=None) -> bool:
         """Whether these values of the next iteration (not recorded) show a blow-up: one of
         them not finite, ‖w‖ > max_norm or loss > loss_limit."""
-        if w is not None and (not np.all(np.isfinite(w)) or np.linalg.norm(w) > self.max_norm):
+        if w is not None and (not np.isfinite(w).all() or _norm(w) > self.max_norm):
             return True
         if loss is not None and (not np.isfinite(loss) or loss > self.loss_limit):
             return True
-        return gradient is not None and not np.all(np.isfinite(gradient))
+        return gradient is not None and not np.isfinite(gradient).all()
 
     def result(self, cls, *, converged, diverged, iterations=None, **extra):
         """The result ``cls`` of the run: the last recorded weights, the path and the losses
