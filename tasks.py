@@ -264,8 +264,9 @@ def screenshots(html: Path, out: Path) -> list[Path]:
     return shots
 
 
-def pdf(singlehtml: Path, out: Path) -> Path:
-    """The one-page book printed to PDF by Chromium, MathJax typeset, widgets drawn."""
+def pdf(singlehtml: Path, out: Path):
+    """The one-page book printed to PDF (``out``) by Chromium, MathJax typeset, widgets
+    drawn; returns the page as printed (``browser.Page``: its DOM and console)."""
     from browser import Site, print_pdf
 
     with Site(singlehtml) as site:
@@ -395,7 +396,8 @@ def main(argv: list[str] | None = None) -> None:
             # the configuration of `book` (Binder buttons when the repository is known), so
             # that after `book` Sphinx reuses the chapters it executed and only writes the page
             index = build_book(repository=repository_url(), builder="singlehtml")
-            book = pdf(index.parent, BUILD / "pdf" / "book.pdf")
+            book = BUILD / "pdf" / "book.pdf"
+            pdf(index.parent, book)
             print(f"\nThe book as one PDF: {book.relative_to(ROOT)}")
         elif job == "test":
             # Binder's environment (tests/test_binder.py, test_jupyterlab.py) is mostly pip

@@ -313,8 +313,11 @@ def screenshot(url: str, png: Path, width: int, height: int = 2400) -> Path:
     return png
 
 
-def print_pdf(url: str, pdf: Path) -> Path:
-    """Print the page to `pdf` (A4-ish default paper, backgrounds, no header or footer)."""
+def print_pdf(url: str, pdf: Path) -> Page:
+    """Print the page to `pdf` (A4-ish default paper, backgrounds, no header or footer);
+    returns the page as it was printed (its DOM and console), read in the same load."""
     pdf.parent.mkdir(parents=True, exist_ok=True)
-    chromium(url, f"--print-to-pdf={pdf}", "--no-pdf-header-footer", budget_ms=30_000)
-    return pdf
+    done = chromium(
+        url, "--dump-dom", f"--print-to-pdf={pdf}", "--no-pdf-header-footer", budget_ms=30_000
+    )
+    return Page(dom=done.stdout, console=console(done.stderr))
