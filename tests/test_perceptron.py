@@ -294,14 +294,14 @@ def contradictions(n):
     return np.ones((n, 1)), np.resize([1, -1], n)
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(600)  # tracemalloc slows every allocation: 1-3 minutes, by machine load
-def test_pt_without_history_runs_a_million_updates_in_constant_memory():
+@pytest.mark.slow  # tracemalloc slows every allocation: a few seconds
+def test_pt_without_history_runs_in_constant_memory():
     X, c = contradictions(1000)
     few, peak_few = peak_memory_of_pt(X, c, max_epochs=10, history=False)
-    res, peak = peak_memory_of_pt(X, c, max_epochs=1000, history=False)
+    res, peak = peak_memory_of_pt(X, c, max_epochs=100, history=False)
     assert few.mistakes == 10_000
-    assert res.mistakes >= 1_000_000
+    assert res.mistakes == 100_000
     assert peak < 1_000_000  # bytes: X and its copies are 16 kB each, weights 16 bytes
-    # a hundred times the updates, the same memory (the history would take 16 MB more)
+    # ten times the updates, the same memory (the history would take 1.6 MB more: the
+    # test above sees it grow)
     assert peak <= peak_few + 1024
