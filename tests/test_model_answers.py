@@ -1,0 +1,66 @@
+"""The numbers that the labs' model answers (hand-graded exercises, for the grader's eyes)
+quote, computed again: a model answer cannot glue a number, so each one it quotes is
+checked here against the run it describes."""
+
+import json
+
+import numpy as np
+import pytest
+from _helpers import ROOT
+
+import perceptrons as P
+
+
+def model_answer(lab: str, grade_id: str) -> str:
+    nb = json.loads((ROOT / "labs" / "source" / lab / f"{lab}.ipynb").read_text())
+    for cell in nb["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == grade_id:
+            return "".join(cell["source"])
+    raise AssertionError(f"{lab} has no cell {grade_id}")
+
+
+def test_lab4_ex4_quotes_the_two_step_cycle_its_cell_prints():
+    run = P.gd(P.rosenbrock_grad, np.array([-1.2, 1.0]), 0.0025, steps=3000, warn=False)
+    (a1, a2), (b1, b2) = np.round(run.path[-2:], 3)
+    text = model_answer("lab4_learning_rate", "ex4-answer")
+    assert f"between ({a1:.3f}, {a2:.3f}) and ({b1:.3f}, {b2:.3f})" in text
+
+
+def test_lab2_ex3_quotes_how_far_the_realised_margin_exceeds_the_requested_one():
+    quoted = []
+    for margin in (0.2, 0.1, 0.05):
+        ratios = [
+            P.margin(*P.separable(100, p=2, margin=margin, rng=seed)) / margin for seed in range(20)
+        ]
+        assert min(ratios) >= 1.0  # "at least the requested one"
+        quoted.append(f"{np.median(ratios):.2f}× at {margin:g}")
+    text = " ".join(model_answer("lab2_convergence", "ex3-answer").split())
+    assert "median " + ", ".join(quoted) + " over the 20 seeds" in text
+
+
+def cells(lab: str, *grade_ids: str) -> str:
+    """The instructor's code of these cells (hidden tests included), one after another."""
+    nb = json.loads((ROOT / "labs" / "source" / lab / f"{lab}.ipynb").read_text())
+    by_id = {c["metadata"].get("nbgrader", {}).get("grade_id"): c for c in nb["cells"]}
+    return "\n".join(
+        "".join(line for line in by_id[g]["source"] if "### " not in line) for g in grade_ids
+    )
+
+
+@pytest.mark.parametrize("tie, passes", [(">=", True), (">", False)])
+def test_lab7_ex4_hidden_test_meets_a_tie(tie, passes):
+    """Review B, L6: with random weights alone w·x = 0 never happens, so an `accuracy` that
+    predicts class 0 at a tie passed the hidden test."""
+    answer = (
+        "def accuracy(w, X, c):\n"
+        f"    return float(np.mean((P.augment(X) @ w {tie} 0).astype(int) == np.asarray(c)))\n"
+    )
+    ns: dict = {}
+    exec(cells("lab7_logistic_training", "setup"), ns)
+    exec(answer, ns)
+    hidden = cells("lab7_logistic_training", "ex4-hidden")
+    if passes:
+        exec(hidden, ns)
+    else:
+        with pytest.raises(AssertionError, match=r"w = \(0, 1, 0\)"):
+            exec(hidden, ns)
