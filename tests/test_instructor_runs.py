@@ -275,6 +275,33 @@ def test_a_second_run_is_refused_and_kill_9_of_the_first_leaves_nothing_running(
     assert statuses(course)["dan"]["automatic"] == "7.0"
 
 
+def test_export_and_feedback_take_the_course_lock_and_name_the_run_that_holds_it(copy):
+    """Export and feedback read and write the gradebook: not while a run writes it, and a
+    run does not start while they do (issue 30, left open in session 10)."""
+    submissions, course = copy
+
+    def files() -> dict:
+        return {
+            p: p.stat().st_mtime_ns
+            for p in course.rglob("*")
+            if p.is_file() and p.name != ".labtools-lock"  # (this test's own lock writes it)
+        }
+
+    before = files()
+    with courses.locked(course):  # as a grading run holds it
+        for job in ("export", "feedback"):
+            code, out, err = labtools(job, "--course", course)
+            assert code == 2
+            one_error_line(err, f"grading already running in {course} (pid {os.getpid()})")
+    assert files() == before  # nothing written by the refused jobs
+    with courses.locked(course, "export"):  # an export holds it: the grading is refused
+        code, out, err = labtools(*grade_args(submissions, course))
+        assert code == 2
+        one_error_line(err, f"export already running in {course} (pid {os.getpid()})")
+    code, out, err = labtools("export", "--course", course)
+    assert code == 0, err[-3000:]
+
+
 # ---------------------------------------------------------------------------------------
 # 4. The gradebook
 

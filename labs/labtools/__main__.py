@@ -114,17 +114,18 @@ def _export(args) -> None:
         raise UsageError("--moodle WORKSHEET.csv and --lab LAB go together")
     course = Path(args.course)
     layout.existing_course(course)
-    courses.use_gradebook(course, args.db)
-    for name, path in export(course).items():
-        print(f"{name}: {path}")
-    if args.canvas or args.moodle:
-        from labtools import platforms
+    with courses.locked(course, "export"):  # not while a run writes the gradebook
+        courses.use_gradebook(course, args.db)
+        for name, path in export(course).items():
+            print(f"{name}: {path}")
+        if args.canvas or args.moodle:
+            from labtools import platforms
 
-        if args.canvas:
-            print(f"canvas: {platforms.canvas(course, args.canvas, args.column)}")
-        if args.moodle:
-            for name, said in platforms.moodle(course, args.moodle, args.lab).items():
-                print(f"moodle {name}: {said}")
+            if args.canvas:
+                print(f"canvas: {platforms.canvas(course, args.canvas, args.column)}")
+            if args.moodle:
+                for name, said in platforms.moodle(course, args.moodle, args.lab).items():
+                    print(f"moodle {name}: {said}")
 
 
 def _feedback(args) -> None:
@@ -134,9 +135,10 @@ def _feedback(args) -> None:
 
     course = Path(args.course)
     layout.existing_course(course)
-    courses.use_gradebook(course, args.db)
-    courses.check_gradebook(course)
-    generate_feedback(course, args.labs or layout.lab_names(course))
+    with courses.locked(course, "feedback"):  # not while a run writes the gradebook
+        courses.use_gradebook(course, args.db)
+        courses.check_gradebook(course)
+        generate_feedback(course, args.labs or layout.lab_names(course))
     print(f"feedback regenerated in {course / 'feedback'}")
 
 

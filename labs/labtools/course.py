@@ -256,10 +256,11 @@ def back_up_gradebook(course: Path, seconds: float = 2.0) -> Path | None:
 
 
 @contextlib.contextmanager
-def locked(course: Path):
+def locked(course: Path, job: str = "grading"):
     """Hold the course folder's lock (``fcntl.flock`` on :data:`labtools.layout.LOCK`,
     released by the system when this process ends, however it ends) while a run writes
-    it; refuse at once (UsageError) when another run holds it."""
+    it (``job``: grading, export, feedback); refuse at once (UsageError) when another run
+    holds it, naming that run's job and pid."""
     course = Path(course)
     course.mkdir(parents=True, exist_ok=True)
     fd = os.open(course / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
@@ -267,10 +268,11 @@ def locked(course: Path):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            raise UsageError(f"grading already running in {course} (pid {holder})") from None
+            held = os.pread(fd, 64, 0).decode(errors="replace").split()
+            pid, what = (held[0] if held else "unknown"), " ".join(held[1:2]) or "grading"
+            raise UsageError(f"{what} already running in {course} (pid {pid})") from None
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        os.pwrite(fd, f"{os.getpid()} {job}\n".encode(), 0)
         yield
     finally:
         os.close(fd)
