@@ -301,8 +301,10 @@ class Page:
     console: list[str]
 
 
-def load(url: str) -> Page:
-    done = chromium(url, "--dump-dom")
+def load(url: str, *options: str, budget_ms: int = 10_000) -> Page:
+    """The page after its scripts ran (DOM and console); ``options`` go to Chromium too
+    (e.g. ``--print-to-pdf``, done in the same load)."""
+    done = chromium(url, "--dump-dom", *options, budget_ms=budget_ms)
     return Page(dom=done.stdout, console=console(done.stderr))
 
 
@@ -317,7 +319,4 @@ def print_pdf(url: str, pdf: Path) -> Page:
     """Print the page to `pdf` (A4-ish default paper, backgrounds, no header or footer);
     returns the page as it was printed (its DOM and console), read in the same load."""
     pdf.parent.mkdir(parents=True, exist_ok=True)
-    done = chromium(
-        url, "--dump-dom", f"--print-to-pdf={pdf}", "--no-pdf-header-footer", budget_ms=30_000
-    )
-    return Page(dom=done.stdout, console=console(done.stderr))
+    return load(url, f"--print-to-pdf={pdf}", "--no-pdf-header-footer", budget_ms=30_000)

@@ -268,9 +268,9 @@ def locked(course: Path, job: str = "grading"):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            held = os.pread(fd, 64, 0).decode(errors="replace").split()
-            pid, what = (held[0] if held else "unknown"), " ".join(held[1:2]) or "grading"
-            raise UsageError(f"{what} already running in {course} (pid {pid})") from None
+            held = os.pread(fd, 64, 0).decode(errors="replace").split() + ["unknown"]
+            what = held[1] if len(held) > 2 else "grading"  # "PID JOB"; a bare PID: grading
+            raise UsageError(f"{what} already running in {course} (pid {held[0]})") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()} {job}\n".encode(), 0)
         yield

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import json
 import os
 import resource
@@ -397,8 +398,6 @@ def serve() -> None:
     for name in PRELOAD:
         importlib.import_module(name)
     _warm_up()
-    import gc
-
     gc.freeze()  # what it holds now stays out of collections: a child copies no page for them
     _WARM_MISSING[0] = sandbox.warm_available()  # (runs bubblewrap: before SIGCHLD is ignored)
     control = socket.socket(fileno=0)
