@@ -108,6 +108,109 @@ def used_names(source: str) -> set[str]:
     return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
 
 
+def _bound(source: str) -> tuple[set[str], set[str]]:
+    """Every name a cell binds, at any depth (assignments, loop and ``with`` targets,
+    functions, classes, imports), and those of them an import binds."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set(), set()
+    stored, imported = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stored.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            stored.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            imported |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            stored.update(node.names)
+    return stored | imported, imported
+
+
+def _loads(node: ast.AST) -> set[str]:
+    """The names an expression or statement reads, leaving out the variables of its
+    comprehensions (they read what they bind)."""
+    names = {
+        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    }
+    local = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.comprehension):
+            local |= {t.id for t in ast.walk(n.target) if isinstance(t, ast.Name)}
+    return names - local
+
+
+def free_names(source: str) -> set[str]:
+    """The names a cell may read before it binds them: what it takes from the cells before
+    it. A top-level assignment, ``for`` target, import or ``def`` binds a name for the
+    statements after it; anything else read anywhere counts (more than it reads, never
+    less)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    bound: set[str] = set()
+    free: set[str] = set()
+
+    def simple_targets(target) -> set[str]:
+        if isinstance(target, ast.Name):
+            return {target.id}
+        if isinstance(target, ast.Tuple | ast.List):
+            return set().union(*(simple_targets(e) for e in target.elts))
+        return set()
+
+    for st in tree.body:
+        if isinstance(st, ast.Assign):
+            free |= _loads(st.value) - bound
+            for target in st.targets:  # a[i] = ..., a.x = ...: reads a
+                free |= _loads(target) - bound
+            bound |= set().union(*(simple_targets(t) for t in st.targets))
+        elif isinstance(st, ast.For):
+            free |= _loads(st.iter) - bound
+            inner = bound | simple_targets(st.target)
+            for part in (*st.body, *st.orelse):
+                free |= _loads(part) - inner
+        elif isinstance(st, ast.Import | ast.ImportFrom):
+            bound |= {(a.asname or a.name).split(".")[0] for a in st.names}
+        elif isinstance(st, ast.FunctionDef | ast.ClassDef):
+            free |= _loads(st) - bound  # what its body reads when it runs (and more)
+            bound.add(st.name)
+        else:
+            free |= _loads(st) - bound
+    return free
+
+
+def shown_only(cells: list[Cell], declared: set[str]) -> set[int]:
+    """The indices of the locked cells whose run on the grader's side no later verdict can
+    need: they only show something (a figure, a slider, a printed check). The sandbox runs
+    them as the student's kernel does; the grader's side leaves them out, and the graded
+    notebook shows them without output.
+
+    A locked cell is left out when no grader-side cell run after it takes from the cells
+    before it (:func:`free_names`) a name that this cell binds, or that it reads and a
+    test cell made (a test's values are the grader's own; the data that locked cells make,
+    what imports bind and the student's names, which each cell fetches again from the
+    sandbox, are read only: ``test_shown_only_cells_change_nothing_they_read`` checks that
+    for every lab). Decided from the lab's own cells, which the student cannot change.
+    """
+    grader_side = [k for k, c in enumerate(cells) if c.role in ("locked", "test")]
+    made_by_tests = set().union(
+        set(), *(_bound(cells[k].source)[0] for k in grader_side if cells[k].role == "test")
+    )
+    later: set[str] = set()  # what the cells after this one that run take from before them
+    skipped = set()
+    for k in reversed(grader_side):
+        cell = cells[k]
+        if cell.role == "locked":
+            touched = _bound(cell.source)[0] | (used_names(cell.source) & made_by_tests)
+            if not touched & later:
+                skipped.add(k)
+                continue
+        later |= free_names(cell.source) - set(declared)
+    return skipped
+
+
 def declared(source_nb: dict) -> dict[str, list[str]]:
     """The names that may cross from the student's side: those the instructor's solution
     cells define, each with the package functions it must not use ("write it yourself",

@@ -3,12 +3,13 @@
 :func:`evaluate` walks the cells that :func:`labtools.notebook.plan` gives, in order, with
 two namespaces side by side: the student's, in a :class:`~labtools.sandbox.Sandbox`, and
 the grader's own, in this process, where no student code ever runs. Locked cells run in
-both. A test cell runs here only, after the names it reads that the student's answers
-define (:func:`labtools.notebook.declared`) are fetched from the sandbox: values as plain
-data (:mod:`labtools.wire`), functions as :class:`StudentFunction` stand-ins whose calls
-go to the sandbox with plain data and come back as plain data. A test passes when it runs
-to its end here; nothing the student's code printed, patched or raised can change that.
-"""
+both, except those that only show something (:func:`labtools.notebook.shown_only`: no later
+verdict reads what they make), which run in the sandbox only. A test cell runs here only,
+after the names it reads that the student's answers define
+(:func:`labtools.notebook.declared`) are fetched from the sandbox: values as plain data
+(:mod:`labtools.wire`), functions as :class:`StudentFunction` stand-ins whose calls go to
+the sandbox with plain data and come back as plain data. A test passes when it runs to its
+end here; nothing the student's code printed, patched or raised can change that."""
 
 from __future__ import annotations
 
@@ -311,6 +312,7 @@ def evaluate(
     names = notebook.declared(source_nb)
     instructor = notebook.solutions(source_nb)
     functions = notebook.defined_functions(source_nb)
+    shown_only = notebook.shown_only(cells, set(names))  # no verdict needs them run here
     ours: dict = {"__name__": "__main__"}
     graded = []
     budget = OutputBudget(limits.cell_output, limits.notebook_output)
@@ -318,11 +320,11 @@ def evaluate(
     box = Sandbox(limits, unsafe=unsafe, mpl_cache=mpl_cache, zygote=zygote)
     with box, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for cell, entry in zip(cells, planned, strict=True):
+        for index, (cell, entry) in enumerate(zip(cells, planned, strict=True)):
             kept_cell = entry is not None  # else an added cell left out of the graded notebook
             entry = entry if kept_cell else {"outputs": []}
             label = f"cell {cell.grade_id or '(no id)'}"
-            if cell.role in ("locked", "test"):
+            if cell.role in ("locked", "test") and index not in shown_only:
                 needed = sorted(notebook.used_names(cell.source) & names.keys())
                 if cell.role == "locked":  # the grader's data never comes from a student's
                     # function: a locked cell calls the instructor's (values stay the
