@@ -105,18 +105,25 @@ def _fresh_tmp(size: str) -> None:
 
 
 def prepare() -> None:
-    """Import what every notebook needs, once; the parent then holds those modules only."""
+    """Import what every notebook needs, once; the parent then holds those modules only. (No
+    font is opened here, nor any file: a child's agent closes or reuses every descriptor
+    above its pipes, and a font's open file would be one of them.)"""
     from labtools import agent
 
     agent.warm_matplotlib_cache()
+    import IPython.core.completer  # noqa: F401 - what a notebook's shell imports first
     import IPython.core.interactiveshell  # noqa: F401
     import ipywidgets  # noqa: F401
+    import matplotlib.backends.backend_agg  # noqa: F401 - what the first figure imports
     import matplotlib.font_manager  # noqa: F401 - the font list, read once
     import matplotlib.pyplot  # noqa: F401
     import numpy  # noqa: F401
     import traitlets.config  # noqa: F401
 
     import perceptrons  # noqa: F401
+    import perceptrons.plotting  # noqa: F401
+    import perceptrons.testing  # noqa: F401
+    import perceptrons.widgets  # noqa: F401
     from labtools import seccomp, wire  # noqa: F401
 
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # its memory is nobody's to read
