@@ -64,7 +64,12 @@ def site(built_books, chromium):
     with browser.Site(html) as server:
         urls = {doc: server.url(f"{doc}.html") for doc in DOCS}
         pages = browser.visit(
-            chromium, urls, vendor_assets.axe_core(), color_scheme="light", boxes=True
+            chromium,
+            urls,
+            vendor_assets.axe_core(),
+            color_scheme="light",
+            boxes=True,
+            dark_too=True,
         )
     missing = [(p, c) for p, c in server.requests if p.endswith(".html") and c != 200]
     assert not missing, f"pages that did not load: {missing}"
@@ -98,18 +103,43 @@ def test_console_is_clean(site, doc):
 
 
 @pytest.fixture(scope="module")
-def accessibility(site, chromium):
+def accessibility(site):
     """axe-core's WCAG 2.1 A and AA violations on every page, as loaded by Chromium (with its
-    scripts run, math typeset and widgets drawn), for a reader who prefers the light (`site`)
-    and one who prefers the dark colour scheme (the theme follows the reader's preference):
-    {page: ["(scheme) rule on page at `selector`: what is wrong"]}."""
-    found = {doc: [f"(light) {v}" for v in page.violations] for doc, page in site["pages"].items()}
-    with browser.Site(site["html"]) as server:
-        urls = {doc: server.url(f"{doc}.html") for doc in DOCS}
-        dark = browser.visit(chromium, urls, vendor_assets.axe_core(), color_scheme="dark")
-    for doc, page in dark.items():
-        found[doc] += [f"(dark) {v}" for v in page.violations]
-    return found
+    scripts run, math typeset and widgets drawn), for a reader who prefers the light colour
+    scheme and, on the same page, once that preference turned dark (the theme follows it;
+    `site`): {page: ["(scheme) rule on page at `selector`: what is wrong"]}."""
+    return {
+        doc: [f"(light) {v}" for v in page.violations]
+        + [f"(dark) {v}" for v in page.dark_violations]
+        for doc, page in site["pages"].items()
+    }
+
+
+def test_a_violation_of_the_dark_scheme_alone_is_found_once_the_preference_turns(
+    chromium, tmp_path
+):
+    """browser.visit(dark_too=True) on a made-up page that follows the reader's preference
+    as the theme does: grey on near-black text fails contrast in the dark scheme only, and
+    is reported for it alone."""
+    (tmp_path / "page.html").write_text(
+        '<!doctype html><html lang="en"><head><title>t</title><style>'
+        "body { background: #fff; color: #000 }"
+        'html[data-theme="dark"] body { background: #111; color: #eee }'
+        'html[data-theme="dark"] p.faint { color: #333 }'
+        "</style><script>"
+        'const m = matchMedia("(prefers-color-scheme: dark)");'
+        "const follow = () => {"
+        ' document.documentElement.dataset.theme = m.matches ? "dark" : "light"; };'
+        'follow(); m.addEventListener("change", follow);'
+        '</script></head><body><main><p class="faint">Hard to read in the dark.</p></main>'
+        "</body></html>"
+    )
+    with browser.Site(tmp_path) as server:
+        (page,) = browser.visit(
+            chromium, {"p": server.url("page.html")}, vendor_assets.axe_core(), dark_too=True
+        ).values()
+    assert page.violations == []
+    assert [(v.rule, v.target) for v in page.dark_violations] == [("color-contrast", "p")]
 
 
 @pytest.mark.parametrize("doc", DOCS)

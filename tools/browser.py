@@ -231,6 +231,44 @@ class Visit:
     # with `boxes`: every display equation, table and code block of the article, measured
     # last (dropdowns opened), as {kind, state, scroller, width, room, text}; see _BOXES
     boxes: list[dict] | None = None
+    # with `dark_too`: axe-core's violations once the reader's preference turned dark
+    dark_violations: list[Violation] | None = None
+
+
+def _axe(page, name: str, tags) -> list[Violation]:
+    """axe-core's violations of the rules tagged `tags` on the page as it is now."""
+    result = page.evaluate(_AXE_RUN, list(tags))
+    return [
+        Violation(
+            rule["id"],
+            name,
+            " >>> ".join(" ".join(t) if isinstance(t, list) else t for t in node["target"]),
+            " ".join(f"{rule['help']}. {node.get('failureSummary', '')}".split()),
+        )
+        for rule in result["violations"]
+        for node in rule["nodes"]
+    ]
+
+
+_BACKGROUND = "getComputedStyle(document.body).backgroundColor"
+
+
+def _turn(page, name: str, scheme: str) -> None:
+    """The reader's colour preference turned to `scheme` on the loaded page; returns once
+    the theme shows it (its attribute set and the page's background changed)."""
+    before = page.evaluate(_BACKGROUND)
+    page.emulate_media(color_scheme=scheme)
+    try:
+        shown = f"document.documentElement.dataset.theme === {scheme!r}"
+        page.wait_for_function(f"{shown} && {_BACKGROUND} !== {before!r}", timeout=10_000)
+    except Exception as err:  # playwright's TimeoutError: say what did not happen
+        raise RuntimeError(f"{name} did not turn {scheme} with the reader's preference") from err
+
+
+def _axe_in(page, name: str, tags, scheme: str) -> list[Violation]:
+    """axe-core's violations once the reader's preference turned to `scheme`."""
+    _turn(page, name, scheme)
+    return _axe(page, name, tags)
 
 
 def visit(
@@ -241,13 +279,18 @@ def visit(
     color_scheme: str = "light",
     width: int = 1280,
     boxes: bool = False,
+    dark_too: bool = False,
 ) -> dict[str, Visit]:
     """Load each page of `urls` ({name: url}) in one tab of `chromium` (a Playwright
     `Browser`, see `playwright_chromium`) for a reader who prefers `color_scheme` ("light"
     or "dark"; the theme follows it), at window `width`; once its math and widgets are
     drawn, read its DOM and console and, given `axe_script` (e.g.
     vendor_assets.axe_core()), run axe-core's rules tagged `tags` on it; with `boxes`, then
-    measure every display equation, table and code block against what holds it (_BOXES)."""
+    measure every display equation, table and code block against what holds it (_BOXES).
+    With `dark_too` (and `axe_script`, from the light scheme), after axe-core's run the
+    reader's preference turns dark on the loaded page, as when a reader's system changes it
+    or the theme's button is pressed (the theme follows it at once), and axe-core runs
+    again; the preference turns back before the boxes are measured."""
     found = {}
     page = chromium.new_page(viewport={"width": width, "height": 900}, color_scheme=color_scheme)
     messages: list[str] = []
@@ -270,25 +313,20 @@ def visit(
             if shown != color_scheme:  # the theme no longer follows the reader's preference
                 raise RuntimeError(f"{name} is shown in the {shown} theme, not {color_scheme}")
             dom = page.content()
-            violations = []
+            violations, dark = [], None
             if axe_script is not None:
                 page.add_script_tag(path=str(axe_script))
-                result = page.evaluate(_AXE_RUN, list(tags))
-                violations = [
-                    Violation(
-                        rule["id"],
-                        name,
-                        " >>> ".join(
-                            " ".join(t) if isinstance(t, list) else t for t in node["target"]
-                        ),
-                        " ".join(f"{rule['help']}. {node.get('failureSummary', '')}".split()),
-                    )
-                    for rule in result["violations"]
-                    for node in rule["nodes"]
-                ]
+                violations = _axe(page, name, tags)
+                if dark_too:
+                    dark = _axe_in(page, name, tags, "dark")
+                    _turn(page, name, color_scheme)
             measured = page.evaluate(_BOXES) if boxes else None
             found[name] = Visit(
-                dom=dom, console=list(messages), violations=violations, boxes=measured
+                dom=dom,
+                console=list(messages),
+                violations=violations,
+                boxes=measured,
+                dark_violations=dark,
             )
     finally:
         page.close()
