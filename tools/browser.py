@@ -251,6 +251,9 @@ def _axe(page, name: str, tags) -> list[Violation]:
 
 
 _BACKGROUND = "getComputedStyle(document.body).backgroundColor"
+# the theme's CSS transitions (colours that fade into the new scheme), all ended
+_TRANSITIONS_END = """() => Promise.all(document.getAnimations()
+    .filter(a => a instanceof CSSTransition).map(a => a.finished.catch(() => null)))"""
 
 
 def _turn(page, name: str, scheme: str) -> None:
@@ -261,6 +264,7 @@ def _turn(page, name: str, scheme: str) -> None:
     try:
         shown = f"document.documentElement.dataset.theme === {scheme!r}"
         page.wait_for_function(f"{shown} && {_BACKGROUND} !== {before!r}", timeout=10_000)
+        page.evaluate(_TRANSITIONS_END)  # colours fade: read them once they have arrived
     except Exception as err:  # playwright's TimeoutError: say what did not happen
         raise RuntimeError(f"{name} did not turn {scheme} with the reader's preference") from err
 
