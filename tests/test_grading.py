@@ -577,6 +577,7 @@ def graded(tmp_path_factory):
     (others / "secret.txt").write_text("another course's gradebook")
     listener = socket.create_server(("127.0.0.1", 0))  # a service the sandbox must not reach
     keep_secret_in_session_keyring()  # as a login's pam_keyinit and a token tool would
+    schedule.end_kept()  # graders started before this process joined the keyring hold none
     expected = plant(submissions / "submitted", others, course, listener.getsockname()[1])
     before = snapshot(ROOT / "labs", ROOT / "src", submissions, others)
     start = time.monotonic()
@@ -800,6 +801,37 @@ def test_a_second_run_grades_only_what_is_new_and_regrade_keeps_manual_scores(gr
     rows = {r["student"]: r for r in rows_of(course) if r["lab"] == LAB}
     assert rows["wrong"]["automatic"] == "7.0"
     assert rows["correct"]["total"] == "9.0"
+
+
+@pytest.mark.slow
+def test_a_run_leaves_its_workers_to_the_next_and_a_lost_worker_ends_them(tmp_path):
+    """The local pool of a run is kept for the next run of the same process, whose
+    workers keep their servers and warm parents; a pool that lost a worker (killed while it
+    waited) is replaced, and the run after grades as before."""
+    need_sandbox()
+    submissions, course = tmp_path / "in", tmp_path / "course"
+    hand_in(submissions, "ada", solved())
+    options = dict(jobs=2, limits=LIMITS, progress=False, feedback=False, regrade=True)
+    with sandbox_lock():
+        schedule.end_kept()
+        grade.grade(submissions, course, **options)
+        pool = schedule._KEPT[2]
+        workers = sorted(pool._processes)
+        assert workers  # (one notebook: one worker started)
+        again = grade.grade(submissions, course, **options)
+        assert schedule._KEPT[2] is pool and sorted(pool._processes) == workers
+        os.kill(workers[0], signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while not pool._broken and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert pool._broken
+        after = grade.grade(submissions, course, **options)
+    assert schedule._KEPT[2] is not pool
+    assert not set(schedule._KEPT[2]._processes) & set(workers)
+    for summary in (again, after):
+        (row,) = summary["graded"]
+        assert row.status is wire.Status.GRADED, row.text
+        assert sum(t["score"] for t in row.tests.values()) == 7.0, row.tests
 
 
 @pytest.mark.slow

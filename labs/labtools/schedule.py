@@ -118,6 +118,33 @@ def default_executor(jobs: int) -> concurrent.futures.Executor:
     )
 
 
+# This process's own pools, by number of workers: a run leaves its pool for the next run of
+# the same process (the tests, a script grading lab by lab), whose workers then keep their
+# servers and warm parents, which hold nothing of any student (labtools.judge). A pool that
+# lost a worker or was interrupted is ended, and the next run makes a new one.
+_KEPT: dict[int, concurrent.futures.ProcessPoolExecutor] = {}
+
+
+def kept_executor(jobs: int) -> concurrent.futures.ProcessPoolExecutor:
+    """This process's pool of ``jobs`` workers (:func:`default_executor`), made on first
+    use and kept for the runs after."""
+    pool = _KEPT.get(jobs)
+    if pool is None or getattr(pool, "_broken", False) or getattr(pool, "_shutdown_thread", 0):
+        pool = _KEPT[jobs] = default_executor(jobs)
+    return pool
+
+
+def end_kept(jobs: int | None = None) -> None:
+    """End the kept pool of ``jobs`` workers (every kept pool: None) and its workers'
+    servers; the next run starts new ones (e.g. after this process joined another session
+    keyring, which workers started before do not have)."""
+    for size in [jobs] if jobs is not None else list(_KEPT):
+        pool = _KEPT.pop(size, None)
+        if pool is not None:
+            _kill_workers(pool)
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _kill_workers(executor: concurrent.futures.ProcessPoolExecutor) -> None:
     """Kill the pool's workers now (a run interrupted: the notebooks they grade are not
     recorded, so the next run grades them)."""
@@ -144,7 +171,7 @@ def run(
     rows = []
     own = executor is None
     workers = jobs or os.cpu_count() or 1
-    executor = executor or default_executor(workers)
+    executor = executor or kept_executor(workers)
     bar = tqdm(total=len(todo), unit="notebook", disable=not progress, desc="grading")
     failures, writing, running, broken = 0, [], {}, []
     queue = Queue([item for item in todo if not item[0].refused], seconds_so_far(course))
@@ -214,12 +241,12 @@ def run(
         concurrent.futures.wait(writing)
     except BaseException:  # interrupted (Control-C, SIGINT from tasks.py) or failed
         if own:
-            _kill_workers(executor)
+            end_kept(workers)
         raise
     finally:
         bar.close()
-        if own:
-            executor.shutdown(cancel_futures=True)
+        if own and broken:  # a worker was lost: the pool cannot take more work
+            end_kept(workers)
     if feedback:  # what no worker wrote (another executor, a failure, a run stopped before)
         generate_feedback(course, layout.lab_names(course), missing_only=True)
     return rows
