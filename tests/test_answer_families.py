@@ -17,7 +17,7 @@ import json
 import time
 
 import pytest
-from _helpers import answered, need_sandbox, sandbox_lock, scores
+from _helpers import answered, course_made, need_sandbox, sandbox_lock, scores
 from families import FAMILIES
 from labtools import grade, layout, notebook
 from labtools.wire import Status
@@ -70,11 +70,17 @@ def family_grades(tmp_path_factory):
     start = time.monotonic()
     with sandbox_lock():  # a module fixture: made before the test's own hold of the lock
         summary = grade.grade(
-            tmp, tmp / "course", jobs=2, limits=LIMITS, progress=False, feedback=False
+            tmp, course_made(tmp / "course"), jobs=2, limits=LIMITS, progress=False, feedback=False
         )
         # the reference path, a fresh sandbox per notebook: the same scores, every one
         cold = grade.grade(
-            tmp, tmp / "cold", jobs=2, limits=LIMITS, progress=False, feedback=False, cold=True
+            tmp,
+            course_made(tmp / "cold"),
+            jobs=2,
+            limits=LIMITS,
+            progress=False,
+            feedback=False,
+            cold=True,
         )
     print(f"\n{len(planted)} family notebooks graded twice in {time.monotonic() - start:.0f} s")
     rows = {(row.student, row.lab): row for row in summary["graded"]}

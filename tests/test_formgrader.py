@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from _helpers import free_port, need_chromium, need_sandbox, sandbox_lock
+from _helpers import course_made, free_port, need_chromium, need_sandbox, sandbox_lock
 from labtools import course as courses
 from labtools import export, feedback, formgrader, grade, layout
 from test_grading import LAB, LIMITS, hand_in, rows_of, solved
@@ -33,7 +33,7 @@ def graded_class(tmp_path_factory):
     submissions, course = tmp_path / "in", tmp_path / "grading"
     hand_in(submissions, "ada", solved())
     with sandbox_lock():  # made before the test's own hold of the lock (tests/conftest.py)
-        grade.grade(submissions, course, limits=LIMITS, progress=False)
+        grade.grade(submissions, course_made(course), limits=LIMITS, progress=False)
     with Gradebook(courses.db_url(course)) as gb:
         return course, gb.find_submission_notebook(LAB, LAB, "ada").id
 

@@ -25,6 +25,7 @@ import pytest
 from _helpers import (
     ROOT,
     answered,
+    course_made,
     decode,
     encode,
     need_sandbox,
@@ -582,12 +583,14 @@ def graded(tmp_path_factory):
     before = snapshot(ROOT / "labs", ROOT / "src", submissions, others)
     start = time.monotonic()
     with sandbox_lock():  # a module fixture: made before the test's own hold of the lock
-        summary = grade.grade(submissions, course, jobs=2, limits=LIMITS, progress=False)
+        summary = grade.grade(
+            submissions, course_made(course), jobs=2, limits=LIMITS, progress=False
+        )
         elapsed = time.monotonic() - start
         # the reference path: a fresh sandbox per notebook (scores only)
         cold = grade.grade(
             submissions,
-            tmp / "cold",
+            course_made(tmp / "cold"),
             jobs=2,
             limits=LIMITS,
             progress=False,
@@ -814,7 +817,7 @@ def test_a_run_leaves_its_workers_to_the_next_and_a_lost_worker_ends_them(tmp_pa
     options = dict(jobs=2, limits=LIMITS, progress=False, feedback=False, regrade=True)
     with sandbox_lock():
         schedule.end_kept()
-        grade.grade(submissions, course, **options)
+        grade.grade(submissions, course_made(course), **options)
         pool = schedule._KEPT[2]
         workers = sorted(pool._processes)
         assert workers  # (one notebook: one worker started)
@@ -850,7 +853,7 @@ def test_a_thousand_sleeping_cells_cost_the_notebook_limit_and_no_more(tmp_path)
     submissions, course = tmp_path / "in", tmp_path / "course"
     for student, nb in (("sleeper", sleeper), ("ada", solved()), ("bo", solved())):
         hand_in(submissions, student, nb)
-    courses.open_course(course)  # made beforehand, as after a first run
+    course_made(course)  # made beforehand, as after a first run
     start = time.monotonic()
     grade.grade(submissions, course, jobs=2, limits=limits, progress=False)
     elapsed = time.monotonic() - start

@@ -8,7 +8,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from _helpers import answered, need_sandbox
+from _helpers import answered, course_made, need_sandbox
 from labtools import grade, intake, layout, sandbox, wire
 
 LAB = "lab1_perceptron"
@@ -477,7 +477,7 @@ def test_a_canvas_zip_and_a_moodle_zip_are_graded_each_student_apart(tmp_path):
     )
     course = tmp_path / "grading"
     limits = sandbox.Limits(cell_seconds=10.0)
-    first = grade.grade(canvas, course, jobs=2, limits=limits, progress=False)
+    first = grade.grade(canvas, course_made(course), jobs=2, limits=limits, progress=False)
     second = grade.grade(moodle, course, jobs=2, limits=limits, progress=False)
     with open(course / "grades.csv") as f:
         table = {r["student"]: r for r in csv.DictReader(f) if r["lab"] == LAB}
@@ -532,7 +532,7 @@ def test_moodle_names_that_fold_alike_are_graded_as_two_people(tmp_path):
     )
     two = make_zip(tmp_path / "two.zip", {f"Jose Smith_7_assignsubmission_file/{NB}": wrong})
     limits = sandbox.Limits(cell_seconds=10.0)
-    first = grade.grade(one, course, jobs=2, limits=limits, progress=False)
+    first = grade.grade(one, course_made(course), jobs=2, limits=limits, progress=False)
     second = grade.grade(two, course, jobs=2, limits=limits, progress=False)
     assert first["kept apart"] == (
         "Moodle names that fold alike were kept apart: 'Zoe Ng' -> zoe.ng, "

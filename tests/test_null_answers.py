@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _helpers import ROOT, answered, need_sandbox, sandbox_lock, scores
+from _helpers import ROOT, answered, course_made, need_sandbox, sandbox_lock, scores
 from labtools import grade, layout, notebook, sandbox
 from labtools.wire import Status
 
@@ -355,12 +355,18 @@ def null_grades(tmp_path_factory):
     with sandbox_lock():  # a module fixture: made before the test's own hold of the lock
         # scores only: no feedback files (a fifth of a notebook's cost), left for later
         summary = grade.grade(
-            tmp, tmp / "course", jobs=2, limits=LIMITS, progress=False, feedback=False
+            tmp, course_made(tmp / "course"), jobs=2, limits=LIMITS, progress=False, feedback=False
         )
         seconds = time.monotonic() - start
         # the reference path, a fresh sandbox per notebook: the same scores, every one
         cold = grade.grade(
-            tmp, tmp / "cold", jobs=2, limits=LIMITS, progress=False, feedback=False, cold=True
+            tmp,
+            course_made(tmp / "cold"),
+            jobs=2,
+            limits=LIMITS,
+            progress=False,
+            feedback=False,
+            cold=True,
         )
     cold_seconds = time.monotonic() - start - seconds
     earned, statuses = [], {}

@@ -31,7 +31,7 @@ import shutil
 import zipfile
 
 import pytest
-from _helpers import ROOT, answered, need_sandbox, sandbox_lock
+from _helpers import ROOT, answered, course_made, need_sandbox, sandbox_lock
 from labtools import __main__ as cli
 from labtools import grade, intake, layout, platforms, sandbox
 from labtools.layout import UsageError
@@ -578,7 +578,7 @@ def graded_class(tmp_path_factory):
             (folder / f"{lab}.ipynb").write_text(json.dumps(nb))
             submitted[(intake.moodle_student(name), lab)] = nb
     with sandbox_lock():  # made before the test's own hold of the lock (tests/conftest.py)
-        summary = grade.grade(download, course, jobs=2, limits=LIMITS, progress=False)
+        summary = grade.grade(download, course_made(course), jobs=2, limits=LIMITS, progress=False)
     assert summary["layout"] == "moodle"
     return {"course": course, "submitted": submitted, "summary": summary}
 
