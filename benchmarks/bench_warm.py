@@ -8,6 +8,8 @@ in one run, one after the other, on this machine's cores:
 
 1. warm: ``labtools.grade.grade(..., jobs=2)``, each notebook a child of a worker's warm
    parent (:mod:`labtools.zygote`; where that cannot run, the output says so and why);
+   then the same without feedback files (``grade --no-feedback``), what nbgrader's
+   autograde also leaves out (its feedback is a separate step);
 2. cold: the same with ``cold=True``, a fresh bubblewrap sandbox per notebook;
 3. plain nbclient: each notebook executed in a fresh kernel, two at a time (two processes),
    no grading at all;
@@ -220,6 +222,8 @@ def main() -> None:
         execute(planted[0][2])  # untimed: no path pays for a cold disk or font cache
         say(f"{n} notebooks: warm")
         t_warm = graded(tmp / "class", tmp / "warm", jobs=JOBS)
+        say("warm, scores only")
+        t_scores = graded(tmp / "class", tmp / "scores", jobs=JOBS, feedback=False)
         say("cold")
         t_cold = graded(tmp / "class", tmp / "cold", jobs=JOBS, cold=True)
         say("plain nbclient")
@@ -229,13 +233,17 @@ def main() -> None:
         say("warm on a dask cluster")
         t_dask = on_dask(tmp / "class", tmp / "dask")
         say("done")
-        warm, cold, dask = (rows(tmp / c, planted) for c in ("warm", "cold", "dask"))
+        warm, cold, dask, only = (
+            rows(tmp / c, planted) for c in ("warm", "cold", "dask", "scores")
+        )
     differ, differ_dask = differing(warm, cold), differing(warm, dask)
+    differ += differing(warm, only)
     fell_back = sum(FELL_BACK in row.text for row in [*warm.values(), *dask.values()])
 
     load_after = os.getloadavg()[0]
     per = {
         f"warm: grade, jobs={JOBS}": t_warm,
+        f"warm, no feedback files (--no-feedback), jobs={JOBS}": t_scores,
         f"cold: grade with cold=True, jobs={JOBS}": t_cold,
         f"plain nbclient, {JOBS} processes": t_plain,
         "nbgrader autograde, one at a time": t_nbgrader,
@@ -258,10 +266,15 @@ def main() -> None:
         print(f"  NOTE: {fell_back} warm notebooks ran in a fresh sandbox: {FELL_BACK}")
     print(f"  ratio warm / autograde: {t_warm / t_nbgrader:.2f}  (goal <= 0.2)")
     print(f"  ratio warm / nbclient:  {t_warm / t_plain:.2f}  (goal <= 0.3)")
+    print(
+        "  like for like (autograde writes no feedback; nbclient grades nothing): "
+        f"warm --no-feedback / autograde {t_scores / t_nbgrader:.2f}, "
+        f"/ nbclient {t_scores / t_plain:.2f}"
+    )
     print(f"  ratio warm / cold:      {t_warm / t_cold:.2f}")
     print(f"  ratio dask warm / warm: {t_dask / t_warm:.2f}")
     same = "identical" if not differ else f"DIFFERENT for {len(differ)}"
-    print(f"  scores, warm and cold: {same} (of {n} notebooks, test by test)")
+    print(f"  scores, warm, warm --no-feedback and cold: {same} (of {n} notebooks, test by test)")
     same = "identical" if not differ_dask else f"DIFFERENT for {len(differ_dask)}"
     print(f"  scores, warm on dask and warm: {same}")
     assert not differ, f"warm and cold scores differ: {differ}"
