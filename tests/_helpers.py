@@ -86,6 +86,23 @@ def course_made(path) -> Path:
     return Path(path)
 
 
+def graded_cold(submissions, folder, limits) -> dict:
+    """The reference path of a class graded warm: ``grade`` with every notebook in a fresh
+    sandbox (``cold=True``), two at a time, scores only, into a new course folder at
+    ``folder``; its summary."""
+    from labtools import grade
+
+    return grade.grade(
+        submissions,
+        course_made(folder),
+        jobs=2,
+        limits=limits,
+        progress=False,
+        feedback=False,
+        cold=True,
+    )
+
+
 def need_sandbox():
     """Skip a test that needs the grading sandbox where bubblewrap cannot run it; in CI,
     which must provide it, fail instead."""

@@ -17,7 +17,7 @@ import json
 import time
 
 import pytest
-from _helpers import answered, course_made, need_sandbox, sandbox_lock, scores
+from _helpers import answered, course_made, graded_cold, need_sandbox, sandbox_lock, scores
 from families import FAMILIES
 from labtools import grade, layout, notebook
 from labtools.wire import Status
@@ -73,15 +73,7 @@ def family_grades(tmp_path_factory):
             tmp, course_made(tmp / "course"), jobs=2, limits=LIMITS, progress=False, feedback=False
         )
         # the reference path, a fresh sandbox per notebook: the same scores, every one
-        cold = grade.grade(
-            tmp,
-            course_made(tmp / "cold"),
-            jobs=2,
-            limits=LIMITS,
-            progress=False,
-            feedback=False,
-            cold=True,
-        )
+        cold = graded_cold(tmp, tmp / "cold", LIMITS)
     print(f"\n{len(planted)} family notebooks graded twice in {time.monotonic() - start:.0f} s")
     rows = {(row.student, row.lab): row for row in summary["graded"]}
     return planted, rows, (scores(summary), scores(cold))

@@ -28,6 +28,7 @@ from _helpers import (
     course_made,
     decode,
     encode,
+    graded_cold,
     need_sandbox,
     sandbox_lock,
     scores,
@@ -588,15 +589,7 @@ def graded(tmp_path_factory):
         )
         elapsed = time.monotonic() - start
         # the reference path: a fresh sandbox per notebook (scores only)
-        cold = grade.grade(
-            submissions,
-            course_made(tmp / "cold"),
-            jobs=2,
-            limits=LIMITS,
-            progress=False,
-            feedback=False,
-            cold=True,
-        )
+        cold = graded_cold(submissions, tmp / "cold", LIMITS)
     listener.close()
     with sandbox_lock(alone=True):  # no sandbox of another test runs while we count
         leftover = leftover_processes()

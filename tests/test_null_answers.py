@@ -41,7 +41,15 @@ import time
 from pathlib import Path
 
 import pytest
-from _helpers import ROOT, answered, course_made, need_sandbox, sandbox_lock, scores
+from _helpers import (
+    ROOT,
+    answered,
+    course_made,
+    graded_cold,
+    need_sandbox,
+    sandbox_lock,
+    scores,
+)
 from labtools import grade, layout, notebook, sandbox
 from labtools.wire import Status
 
@@ -196,18 +204,6 @@ _NULL_REF.update({{n: _null_ns[n] for n in {names!r} if n in _null_ns}})
     return answers
 
 
-def _loads(node) -> set[str]:
-    """Names an expression reads, leaving out the variables of its comprehensions."""
-    names = {
-        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-    }
-    local = set()
-    for n in ast.walk(node):
-        if isinstance(n, ast.comprehension):
-            local |= _targets(n.target)
-    return names - local
-
-
 def _targets(node) -> set[str]:
     """Names a target binds (a, (a, b), a[i] binds nothing new: a's value changes)."""
     if isinstance(node, ast.Name):
@@ -226,7 +222,7 @@ def _flow(statements, made: dict, declared: set, context: frozenset, reads: set)
     names behind its value; ``reads`` collects every declared name read on the way."""
 
     def behind(node) -> frozenset:
-        loads = _loads(node) if node is not None else set()
+        loads = notebook.loaded_names(node) if node is not None else set()
         found = set(context) | (loads & declared)
         for name in loads & made.keys():
             found |= made[name]
@@ -359,15 +355,7 @@ def null_grades(tmp_path_factory):
         )
         seconds = time.monotonic() - start
         # the reference path, a fresh sandbox per notebook: the same scores, every one
-        cold = grade.grade(
-            tmp,
-            course_made(tmp / "cold"),
-            jobs=2,
-            limits=LIMITS,
-            progress=False,
-            feedback=False,
-            cold=True,
-        )
+        cold = graded_cold(tmp, tmp / "cold", LIMITS)
     cold_seconds = time.monotonic() - start - seconds
     earned, statuses = [], {}
     for row in summary["graded"]:

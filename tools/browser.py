@@ -269,12 +269,6 @@ def _turn(page, name: str, scheme: str) -> None:
         raise RuntimeError(f"{name} did not turn {scheme} with the reader's preference") from err
 
 
-def _axe_in(page, name: str, tags, scheme: str) -> list[Violation]:
-    """axe-core's violations once the reader's preference turned to `scheme`."""
-    _turn(page, name, scheme)
-    return _axe(page, name, tags)
-
-
 def visit(
     chromium,
     urls: dict[str, str],
@@ -322,7 +316,8 @@ def visit(
                 page.add_script_tag(path=str(axe_script))
                 violations = _axe(page, name, tags)
                 if dark_too:
-                    dark = _axe_in(page, name, tags, "dark")
+                    _turn(page, name, "dark")
+                    dark = _axe(page, name, tags)
                     _turn(page, name, color_scheme)
             measured = page.evaluate(_BOXES) if boxes else None
             found[name] = Visit(

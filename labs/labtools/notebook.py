@@ -108,27 +108,27 @@ def used_names(source: str) -> set[str]:
     return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
 
 
-def _bound(source: str) -> tuple[set[str], set[str]]:
+def _bound(source: str) -> set[str]:
     """Every name a cell binds, at any depth (assignments, loop and ``with`` targets,
-    functions, classes, imports), and those of them an import binds."""
+    functions, classes, imports)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return set(), set()
-    stored, imported = set(), set()
+        return set()
+    bound = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            stored.add(node.id)
+            bound.add(node.id)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            stored.add(node.name)
+            bound.add(node.name)
         elif isinstance(node, ast.Import | ast.ImportFrom):
-            imported |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+            bound |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
         elif isinstance(node, ast.Global | ast.Nonlocal):
-            stored.update(node.names)
-    return stored | imported, imported
+            bound.update(node.names)
+    return bound
 
 
-def _loads(node: ast.AST) -> set[str]:
+def loaded_names(node: ast.AST) -> set[str]:
     """The names an expression or statement reads, leaving out the variables of its
     comprehensions (they read what they bind)."""
     names = {
@@ -162,22 +162,22 @@ def free_names(source: str) -> set[str]:
 
     for st in tree.body:
         if isinstance(st, ast.Assign):
-            free |= _loads(st.value) - bound
+            free |= loaded_names(st.value) - bound
             for target in st.targets:  # a[i] = ..., a.x = ...: reads a
-                free |= _loads(target) - bound
+                free |= loaded_names(target) - bound
             bound |= set().union(*(simple_targets(t) for t in st.targets))
         elif isinstance(st, ast.For):
-            free |= _loads(st.iter) - bound
+            free |= loaded_names(st.iter) - bound
             inner = bound | simple_targets(st.target)
             for part in (*st.body, *st.orelse):
-                free |= _loads(part) - inner
+                free |= loaded_names(part) - inner
         elif isinstance(st, ast.Import | ast.ImportFrom):
             bound |= {(a.asname or a.name).split(".")[0] for a in st.names}
         elif isinstance(st, ast.FunctionDef | ast.ClassDef):
-            free |= _loads(st) - bound  # what its body reads when it runs (and more)
+            free |= loaded_names(st) - bound  # what its body reads when it runs (and more)
             bound.add(st.name)
         else:
-            free |= _loads(st) - bound
+            free |= loaded_names(st) - bound
     return free
 
 
@@ -191,19 +191,19 @@ def shown_only(cells: list[Cell], declared: set[str]) -> set[int]:
     before it (:func:`free_names`) a name that this cell binds, or that it reads and a
     test cell made (a test's values are the grader's own; the data that locked cells make,
     what imports bind and the student's names, which each cell fetches again from the
-    sandbox, are read only: ``test_shown_only_cells_change_nothing_they_read`` checks that
+    sandbox, are read only: ``test_a_left_out_cell_changes_nothing_it_reads`` checks that
     for every lab). Decided from the lab's own cells, which the student cannot change.
     """
     grader_side = [k for k, c in enumerate(cells) if c.role in ("locked", "test")]
     made_by_tests = set().union(
-        set(), *(_bound(cells[k].source)[0] for k in grader_side if cells[k].role == "test")
+        *(_bound(cells[k].source) for k in grader_side if cells[k].role == "test")
     )
     later: set[str] = set()  # what the cells after this one that run take from before them
     skipped = set()
     for k in reversed(grader_side):
         cell = cells[k]
         if cell.role == "locked":
-            touched = _bound(cell.source)[0] | (used_names(cell.source) & made_by_tests)
+            touched = _bound(cell.source) | (used_names(cell.source) & made_by_tests)
             if not touched & later:
                 skipped.add(k)
                 continue

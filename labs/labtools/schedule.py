@@ -129,7 +129,7 @@ def kept_executor(jobs: int) -> concurrent.futures.ProcessPoolExecutor:
     """This process's pool of ``jobs`` workers (:func:`default_executor`), made on first
     use and kept for the runs after."""
     pool = _KEPT.get(jobs)
-    if pool is None or getattr(pool, "_broken", False) or getattr(pool, "_shutdown_thread", 0):
+    if pool is None or getattr(pool, "_broken", False):  # a worker died while it waited
         pool = _KEPT[jobs] = default_executor(jobs)
     return pool
 
