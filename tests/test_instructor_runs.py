@@ -201,13 +201,18 @@ def test_a_pool_worker_killed_mid_run_loses_no_grade(copy):
     failed (or left for later), and the next plain run grades them."""
     submissions, course = copy
     for student in ("dan", "eve"):
-        hand_in(submissions, student, answered(LAB))
+        nb = answered(LAB)  # a cell that waits, so the worker is still grading when killed
+        nb["cells"].append(
+            {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+             "source": "import time\ntime.sleep(5)"}
+        )  # fmt: skip
+        hand_in(submissions, student, nb)
     with sandbox_lock():
         run = start(labtools_command(submissions, course, "--jobs", "1"))
         known = {}
         try:
             known = wait_for(lambda: grading_now(run.pid), 120, "a worker to start grading")
-            (worker,) = [p for p, cmd in descendants(run.pid).items() if "spawn_main" in cmd]
+            (worker,) = [p for p, cmd in known.items() if "spawn_main" in cmd]
             os.kill(worker, signal.SIGKILL)
             out, err = run.communicate(timeout=120)
             assert run.returncode == 0, err[-3000:]
