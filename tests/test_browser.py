@@ -120,10 +120,12 @@ def test_a_violation_of_the_dark_scheme_alone_is_found_once_the_preference_turns
 ):
     """browser.visit(dark_too=True) on a made-up page that follows the reader's preference
     as the theme does: grey on near-black text fails contrast in the dark scheme only, and
-    is reported for it alone."""
+    is reported for it alone. The background fades over an hour, as the theme's colours fade
+    over a moment: axe-core reads the colours the fade ends with (near white, on its way,
+    the grey would pass), and the visit does not wait for the fade."""
     (tmp_path / "page.html").write_text(
         '<!doctype html><html lang="en"><head><title>t</title><style>'
-        "body { background: #fff; color: #000 }"
+        "body { background: #fff; color: #000; transition: background-color 3600s linear }"
         'html[data-theme="dark"] body { background: #111; color: #eee }'
         'html[data-theme="dark"] p.faint { color: #333 }'
         "</style><script>"
