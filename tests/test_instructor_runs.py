@@ -349,6 +349,40 @@ def test_a_damaged_or_emptied_gradebook_is_named_in_one_line(copy, damage):
         one_error_line(err, *words, "restore it from gradebook.db.bak")
 
 
+# A writer killed in the middle of a transaction, after SQLite wrote some of its pages to
+# the file (a small page cache spills): the file is changed, the journal beside it holds
+# what the pages were (a "hot journal")
+KILLED_WRITER = """
+import os, signal, sqlite3, sys
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("PRAGMA cache_size=1")
+con.execute("BEGIN")
+con.execute("DELETE FROM submitted_assignment")
+con.execute("UPDATE assignment SET name = name || '-changed'")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_gradebook_left_mid_write_by_a_killed_run_is_rolled_back_not_called_damaged(copy):
+    """A grading run killed while nbgrader writes the gradebook (kill -9, the OOM killer)
+    leaves a hot journal; the next export and grading run roll it back, as SQLite does for
+    any writer, and go on with the gradebook as it was before that write (a clean-clone run
+    refused it as damaged: its check opened it read-only, which cannot roll back)."""
+    submissions, course = copy
+    db = course / "gradebook.db"
+    killed = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(db)])
+    assert killed.returncode == -signal.SIGKILL
+    assert (course / "gradebook.db-journal").stat().st_size > 0
+    for args in (["export", "--course", course], grade_args(submissions, course)):
+        code, out, err = labtools(*args)
+        assert code == 0, err[-2000:]
+    assert not (course / "gradebook.db-journal").exists()
+    with contextlib.closing(sqlite3.connect(db)) as con:
+        assert con.execute("SELECT count(*) FROM submitted_assignment").fetchone() == (2,)
+        names = {row[0] for row in con.execute("SELECT name FROM assignment")}
+    assert not any(name.endswith("-changed") for name in names)
+
+
 def test_every_labtools_job_has_the_environments_bin_folder_on_path(monkeypatch):
     sys.path.insert(0, str(ROOT))
     import tasks

@@ -222,8 +222,11 @@ def check_gradebook(course: Path, seconds: float = 2.0) -> None:
             "run), or delete it and grade again with --regrade (manual scores are then lost)"
         )
     try:
+        # read-write, never created: a run killed while writing leaves a hot journal, which
+        # the first reader must roll back (read-only, SQLite refuses: "attempt to write a
+        # readonly database", and a sound gradebook would be called damaged)
         with contextlib.closing(
-            sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=seconds)
+            sqlite3.connect(f"file:{db}?mode=rw", uri=True, timeout=seconds)
         ) as con:
             tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master")}
     except sqlite3.Error as err:
@@ -243,8 +246,8 @@ def back_up_gradebook(course: Path, seconds: float = 2.0) -> Path | None:
     try:
         with (
             contextlib.closing(
-                sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=seconds)
-            ) as src,
+                sqlite3.connect(f"file:{db}?mode=rw", uri=True, timeout=seconds)
+            ) as src,  # read-write: see check_gradebook
             contextlib.closing(sqlite3.connect(part)) as dst,
         ):
             src.backup(dst)
