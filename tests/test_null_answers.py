@@ -13,7 +13,8 @@ that compute nothing:
 - for functions, the first argument returned unchanged; a function that raises (for value
   cells: a cell that raises before it assigns anything);
 - every number and list of numbers written in the exercise's visible tests (read with
-  ``ast``), returned or assigned as the answer.
+  ``ast``; a number inside a written list only as part of it), returned or assigned as
+  the answer.
 
 A function cell gets the null answer as every function it defines; a value cell assigns
 it to every name it defines. Each answer must earn 0 on its exercise (a test belongs to
@@ -55,7 +56,8 @@ from labtools.wire import Status
 
 LABS = ROOT / "labs"
 LIMITS = sandbox.Limits(cell_seconds=10.0)
-# the module fixture grades 225 notebooks twice (warm, and the cold reference): 540 s in a
+# the module fixture grades 151 notebooks twice (warm, and the cold reference; 227 before
+# numbers inside written lists stopped counting alone): 540 s for 225 in a
 # clean-clone run on 2 cores, near pytest-timeout's 600 s, which counts it in the first test
 pytestmark = pytest.mark.timeout(1500)
 
@@ -146,25 +148,42 @@ def _number(node) -> float | int | None:
     return None
 
 
-def constants(nb: dict, ex: str) -> list:
-    """Every number and list of numbers written in the visible part of the exercise's tests,
-    each once, in the order they appear (lists as numpy arrays, as a student would return)."""
-    found, seen = [], set()
-    for cell in nb["cells"]:
-        if not (notebook.is_test(cell) and exercise(notebook.grade_id(cell)) == ex):
+def written_numbers(code: str) -> list:
+    """Every number and list of numbers written in `code`, each once, in the order they
+    appear (a list of lists when every row is a list of numbers of one length). A number
+    written inside such a list is part of that list's value, not a value of its own: a
+    student who copies an expected value copies it as the test writes it, and the numbers
+    inside a list are mostly arguments or entries of an expected array (a tuple of
+    arguments and expected values, ``([0.0, 1.0], 2 / 3)``, is not such a list, so its
+    numbers count one by one)."""
+    found, seen, inside = [], set(), set()
+    for node in ast.walk(ast.parse(code)):
+        if id(node) in inside:
             continue
-        for node in ast.walk(ast.parse(notebook.visible(cell))):
-            value = _number(node)
-            if value is None and isinstance(node, ast.List | ast.Tuple) and node.elts:
-                items = [_number(e) for e in node.elts]
-                rows = [[_number(x) for x in e.elts] for e in node.elts if isinstance(e, ast.List)]
-                if all(i is not None for i in items):
-                    value = items
-                elif len(rows) == len(node.elts) and all(None not in r for r in rows):
-                    value = rows if len({len(r) for r in rows}) == 1 else None
-            if value is not None and repr(value) not in seen:
-                seen.add(repr(value))
-                found.append(value)
+        value = _number(node)
+        if value is None and isinstance(node, ast.List | ast.Tuple) and node.elts:
+            items = [_number(e) for e in node.elts]
+            rows = [[_number(x) for x in e.elts] for e in node.elts if isinstance(e, ast.List)]
+            if all(i is not None for i in items):
+                value = items
+            elif len(rows) == len(node.elts) and all(None not in r for r in rows):
+                value = rows if len({len(r) for r in rows}) == 1 else None
+        if value is not None:  # what it is made of (0.5 of -0.5, 1.2 of [0.65, 1.2]) is not
+            inside.update(id(n) for n in ast.walk(node) if n is not node)
+        if value is not None and repr(value) not in seen:
+            seen.add(repr(value))
+            found.append(value)
+    return found
+
+
+def constants(nb: dict, ex: str) -> list:
+    """The numbers and lists of numbers written in the visible part of the exercise's tests
+    (:func:`written_numbers`), each once (lists as numpy arrays, as a student would
+    return)."""
+    found = []
+    for cell in nb["cells"]:
+        if notebook.is_test(cell) and exercise(notebook.grade_id(cell)) == ex:
+            found += [v for v in written_numbers(notebook.visible(cell)) if v not in found]
     return found
 
 
@@ -399,6 +418,27 @@ def test_the_family_is_generated_for_every_solution_cell():
     lab2 = source_nb("lab2_convergence")
     ex1 = next(c for c in solution_cells(lab2) if notebook.grade_id(c) == "ex1-code")
     assert "constant 1.25" in [label for label, _ in nulls_for(lab2, ex1)]
+
+
+def test_written_numbers_are_whole_lists_and_the_numbers_written_alone():
+    code = (
+        "assert np.allclose(f([0.5, -1], 0.1), [[0.65, 1.2], [0.0, -0.8]])\n"
+        "for w, expected in (([0.0, 1.0], 2 / 3), ([-0.5, 1.0], 1.0)):\n"
+        "    assert abs(g(w) - expected) < 1e-9\n"
+        "assert h(3) == -0.5"
+    )
+    assert written_numbers(code) == [
+        [[0.65, 1.2], [0.0, -0.8]],  # in the order ast.walk meets them (breadth first)
+        -0.5,
+        [0.5, -1],
+        0.1,
+        [0.0, 1.0],
+        [-0.5, 1.0],
+        1.0,
+        1e-09,
+        3,
+        2,  # of 2 / 3
+    ]
 
 
 def test_an_exercise_that_reads_another_exercises_answer_is_found():
