@@ -276,15 +276,19 @@ def _within(page, function: str, arg=None, seconds: float = 60):
 
 def _turn(page, name: str, scheme: str) -> None:
     """The reader's colour preference turned to `scheme` on the loaded page; returns once
-    the theme shows it (its attribute set and the page's background changed)."""
+    the theme shows it (its attribute set, its colour transitions jumped to their end);
+    RuntimeError if it does not, or if the page's background stays as it was."""
     before = page.evaluate(_BACKGROUND)
     page.emulate_media(color_scheme=scheme)
     try:
         shown = f"document.documentElement.dataset.theme === {scheme!r}"
-        page.wait_for_function(f"{shown} && {_BACKGROUND} !== {before!r}", timeout=10_000)
+        page.wait_for_function(shown, timeout=10_000)
         page.evaluate(_TRANSITIONS_END)  # colours fade: read them where they arrive
+        after = page.evaluate(_BACKGROUND)
     except Exception as err:  # playwright's TimeoutError: say what did not happen
         raise RuntimeError(f"{name} did not turn {scheme} with the reader's preference") from err
+    if after == before:
+        raise RuntimeError(f"{name} turned {scheme} but its background stayed {before}")
 
 
 def visit(
