@@ -145,9 +145,15 @@ def wait_for(check, seconds: float, what: str):
 
 
 def grading_now(pid: int) -> dict[int, str]:
-    """The processes below ``pid`` once one of its pool workers runs a sandbox, else {}."""
+    """The processes below ``pid`` once one of its pool workers (multiprocessing's
+    ``spawn_main``) runs a sandbox below it, else {}. (A sandbox below ``pid`` alone is not
+    enough: the run's own check that bubblewrap works starts one, before any worker; a
+    clean-clone run caught it so and found no worker to kill.)"""
     below = descendants(pid)
-    return below if any(cmd.startswith("bwrap") for cmd in below.values()) else {}
+    for worker in (p for p, cmd in below.items() if "spawn_main" in cmd):
+        if any(cmd.startswith("bwrap") for cmd in descendants(worker).values()):
+            return below
+    return {}
 
 
 def start(argv: list[str]) -> subprocess.Popen:
