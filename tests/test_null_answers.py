@@ -168,9 +168,11 @@ def written_numbers(code: str) -> list:
                 value = items
             elif len(rows) == len(node.elts) and all(None not in r for r in rows):
                 value = rows if len({len(r) for r in rows}) == 1 else None
-        if value is not None:  # what it is made of (0.5 of -0.5, 1.2 of [0.65, 1.2]) is not
-            inside.update(id(n) for n in ast.walk(node) if n is not node)
-        if value is not None and repr(value) not in seen:
+        if value is None:
+            continue
+        # what it is made of (the 0.5 of -0.5, the 1.2 of [0.65, 1.2]) is not a value
+        inside.update(id(n) for n in ast.walk(node) if n is not node)
+        if repr(value) not in seen:
             seen.add(repr(value))
             found.append(value)
     return found
@@ -180,11 +182,12 @@ def constants(nb: dict, ex: str) -> list:
     """The numbers and lists of numbers written in the visible part of the exercise's tests
     (:func:`written_numbers`), each once (lists as numpy arrays, as a student would
     return)."""
-    found = []
+    found = {}  # by repr, as written_numbers tells them apart: 1 and 1.0 are two answers
     for cell in nb["cells"]:
         if notebook.is_test(cell) and exercise(notebook.grade_id(cell)) == ex:
-            found += [v for v in written_numbers(notebook.visible(cell)) if v not in found]
-    return found
+            for value in written_numbers(notebook.visible(cell)):
+                found.setdefault(repr(value), value)
+    return list(found.values())
 
 
 def nulls_for(nb: dict, cell: dict) -> list[tuple[str, str]]:
