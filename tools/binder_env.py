@@ -185,19 +185,23 @@ def base_python() -> str:
 
 def pip(python: Path, *args: str, log: Path) -> float:
     """Run pip in the environment; return the seconds it took. Its output goes to `log`."""
+    return module(python, "pip", *args, "--disable-pip-version-check", log=log)
+
+
+def module(python: Path, name: str, *args: str, log: Path) -> float:
+    """Run `python -m NAME ARGS` in the environment; return the seconds it took. Its output
+    goes to `log`; RuntimeError with the log's last lines if it fails."""
     start = time.perf_counter()
+    shown = " ".join((name, *args))
     with log.open("a") as out:
-        out.write(f"\n$ pip {' '.join(args)}\n")
+        out.write(f"\n$ {shown}\n")
         out.flush()
         done = subprocess.run(
-            [str(python), "-m", "pip", *args, "--disable-pip-version-check"],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
+            [str(python), "-m", name, *args], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT
         )
     if done.returncode:
         tail = "".join(log.read_text().splitlines(keepends=True)[-30:])
-        raise RuntimeError(f"pip {' '.join(args)} failed (log: {log}):\n{tail}")
+        raise RuntimeError(f"{shown} failed (log: {log}):\n{tail}")
     return time.perf_counter() - start
 
 
@@ -215,23 +219,12 @@ def install_base(python: Path, top: list[str], pins: Path, log: Path) -> None:
     fail."""
     try:
         pip(python, "install", uv_pin(), log=log)
-        uv = ["-m", "uv", "pip", "install", "--compile-bytecode", "--python", str(python)]
-        pip_like(python, *uv, *top, "-c", str(pins), log=log)
+        uv = ["pip", "install", "--compile-bytecode", "--python", str(python)]
+        module(python, "uv", *uv, *top, "-c", str(pins), log=log)
     except RuntimeError:
         pip(python, "install", "--no-cache-dir", *top, "-c", str(pins), log=log)
     finally:
         pip(python, "uninstall", "--yes", "uv", log=log)
-
-
-def pip_like(python: Path, *args: str, log: Path) -> None:
-    """Run `python ARGS` (e.g. `-m uv pip install ...`), its output to `log`; RuntimeError
-    if it fails."""
-    with log.open("a") as out:
-        out.write(f"\n$ python {' '.join(args)}\n")
-        out.flush()
-        done = subprocess.run([str(python), *args], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-    if done.returncode:
-        raise RuntimeError(f"python {' '.join(args)} failed (log: {log})")
 
 
 def installed(python: Path) -> dict[str, str]:
