@@ -298,10 +298,25 @@ def test_lms_eta_demo_over_the_slider_range_draws_the_distance_it_reports():
         if "blow up" not in status:
             dist = np.linalg.norm(P.lms(X, d, float(eta)).path[1:] - w_true, axis=1)
             np.testing.assert_allclose(line.get_ydata(), np.clip(dist, 1e-3, 1e2))
-            ws = P.lms(X, d, float(eta)).path[1:]
-            spread = np.std(ws[-300:] - w_true[-300:], axis=0).mean()
+            # what the noise moves: the run minus the same run on the noiseless responses
+            noiseless = np.sum(P.augment(X) * w_true, axis=1)
+            shaken = P.lms(X, d, float(eta)).path - P.lms(X, noiseless, float(eta)).path
+            spread = np.std(shaken[1:][-300:], axis=0).mean()
             assert f"spread at the end {spread:.3f}" in status
     assert not seen[0] and seen[-1]  # the range shows a stable and a diverging η
+
+
+def test_lms_eta_demo_counts_no_lag_as_noise():
+    """A small η still catching up with the jump at the end of the stream shakes little: the
+    spread rises with η at every position of the slider below the blow-up (measured as the
+    spread of the weights about the system's, the smallest η would shake the most)."""
+    X, d, w_true = jump_stream()
+    _, update = widgets.lms_eta_demo(X, d, w_true, jump=600, window=100)
+    etas = 10 ** np.arange(-3, np.log10(0.3), 0.125)
+    spreads = [float(update(eta=float(e)).split("spread at the end ")[1]) for e in etas]
+    assert np.all(np.diff(spreads) > 0), dict(zip(etas.round(4), spreads, strict=True))
+    lagging = P.lms(X, d, 1e-3).path[1:][-300:] - w_true[-300:]
+    assert np.std(lagging, axis=0).mean() > spreads[12] > 10 * spreads[0]  # η = 0.0316, 0.001
 
 
 def test_lms_eta_demo_trades_tracking_against_noise():
