@@ -241,6 +241,7 @@ class Agent:
         config.InteractiveShell.colors = "NoColor"
         config.InteractiveShell.xmode = "Plain"
         self.shell = InteractiveShell.instance(config=config)
+        self.reached: dict[tuple, str | None] = {}  # check_reach's verdicts
         self.shell.user_ns["__name__"] = "__main__"
         import builtins
 
@@ -278,6 +279,24 @@ class Agent:
                 namespace.pop(name, None)
             namespace.update(saved)
 
+    def check_reach(self, func, request: wire.Call) -> None:
+        """Raise :class:`labtools.reach.Refused` if the function reaches anything outside
+        numpy, Python and the package (:mod:`labtools.reach`); read once per function and
+        set of instructor's stand-ins, which are the grader's, not the student's."""
+        from labtools import reach
+
+        key = (id(func), tuple(request.reference))
+        if key not in self.reached:
+            namespace = self.shell.user_ns
+            trusted = frozenset(id(namespace[n]) for n in request.reference if n in namespace)
+            try:
+                reach.check(func, request.name, trusted)
+                self.reached[key] = None
+            except reach.Refused as refused:
+                self.reached[key] = str(refused)
+        if self.reached[key] is not None:
+            raise reach.Refused(self.reached[key])
+
     def call(self, request: wire.Call) -> wire.Answer:
         func = self.shell.user_ns.get(request.name)
         if func is None or not callable(func):
@@ -288,11 +307,11 @@ class Agent:
             warnings.simplefilter("always")
             try:
                 with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-                    with (
-                        forbidding(request.forbid, self.shell.user_ns),
-                        self.references(request.reference),
-                    ):
-                        result = func(*args, **kwargs)
+                    with self.references(request.reference):
+                        if request.forbid:  # a "write it yourself" cell: what may it use?
+                            self.check_reach(func, request)
+                        with forbidding(request.forbid, self.shell.user_ns):
+                            result = func(*args, **kwargs)
             except BaseException as error:  # noqa: BLE001 - reported to the grader as data
                 if isinstance(error, SystemExit | KeyboardInterrupt) and os.getpid() != AGENT:
                     os._exit(0)
@@ -322,7 +341,11 @@ def warm_matplotlib_cache() -> None:
 
 
 def main() -> None:
+    from labtools import reach
+
     warm_matplotlib_cache()
+    reach.preload()  # what the warm parent imported, before the modules are read
+    reach.snapshot()  # (in a warm child, only what was loaded since the parent's)
     agent = Agent()
     while True:
         try:
