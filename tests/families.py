@@ -279,6 +279,17 @@ LAB3 = {
                 return np.array([(err(w + h * e) - err(w - h * e)) / (2 * h)
                                  for e in np.eye(len(w))])
             """,
+            sklearn_loss_gradient="""
+            from sklearn._loss.loss import HalfSquaredError
+            from sklearn.linear_model._linear_loss import LinearModelLoss
+
+            def grad_err(w, Xa, c):
+                y = np.asarray(c, dtype=float)
+                loss = LinearModelLoss(base_loss=HalfSquaredError(), fit_intercept=False)
+                return len(y) * loss.gradient(np.asarray(w, dtype=float),
+                                              np.asarray(Xa, dtype=float), y,
+                                              sample_weight=None, l2_reg_strength=0.0)
+            """,
         ),
         "alternatives": _cells(
             transpose="""
@@ -417,6 +428,34 @@ LAB5 = {
             def sigmoid(z):
                 return scipy.stats.logistic.cdf(np.asarray(z, dtype=float))
             """,
+            # the red team of session 15: expit kept where the forbid does not replace it
+            expit_default="""
+            import scipy.special
+
+            def sigmoid(z, _f=scipy.special.expit):
+                return _f(np.asarray(z, dtype=float))
+            """,
+            expit_call_wrapper="""
+            import scipy.special
+
+            _expit_call = scipy.special.expit.__call__
+
+            def sigmoid(z):
+                return _expit_call(np.asarray(z, dtype=float))
+            """,
+            sklearn_logistic_sigmoid="""
+            import sklearn.neural_network._base as mlp_base  # scipy's expit, another name
+
+            def sigmoid(z):
+                return mlp_base.logistic_sigmoid(np.asarray(z, dtype=float))
+            """,
+            softmax="""
+            from scipy.special import softmax
+
+            def sigmoid(z):
+                z = np.asarray(z, dtype=float)
+                return softmax(np.stack([np.zeros_like(z), z]), axis=0)[1]
+            """,
         ),
         "alternatives": _cells(
             tanh="""
@@ -468,6 +507,17 @@ LAB5 = {
                 h = 1e-20
                 return np.array([ll(w + 1j * h * e).imag / h for e in np.eye(len(w))])
             """,
+            sklearn_loss_gradient="""
+            from sklearn._loss.loss import HalfBinomialLoss
+            from sklearn.linear_model._linear_loss import LinearModelLoss
+
+            def ll_grad(w, Xa, c):
+                loss = LinearModelLoss(base_loss=HalfBinomialLoss(), fit_intercept=False)
+                y = np.asarray(c, dtype=float)
+                g = loss.gradient(np.asarray(w, dtype=float), np.asarray(Xa, dtype=float), y,
+                                  sample_weight=None, l2_reg_strength=0.0)
+                return -len(y) * g
+            """,
         ),
         "alternatives": _cells(
             transpose="""
@@ -505,9 +555,9 @@ LAB5 = {
 # Lab 6 ------------------------------------------------------------------------------------
 LAB6 = {
     "ex1-code": {
-        "no_shortcut": "no package or library function builds the delay line "
-        "(scipy.linalg.toeplitz needs its structure: an alternative)",
-        "alternatives": _cells(
+        # scipy builds the delay line: a library route, refused as every scipy function is
+        # (labtools.reach); it was counted an alternative before the labs' rule said so
+        "shortcuts": _cells(
             toeplitz="""
             import scipy.linalg
 
@@ -515,6 +565,22 @@ LAB6 = {
                 u = np.asarray(u, dtype=float)
                 return scipy.linalg.toeplitz(u, np.r_[u[0], np.zeros(m - 1)])
             """,
+            convolution_matrix="""
+            from scipy.linalg import convolution_matrix
+
+            def taps(u, m):
+                u = np.asarray(u, dtype=float)
+                return convolution_matrix(u, m, mode="full")[: len(u)]
+            """,
+            toeplitz_default="""
+            import scipy.linalg
+
+            def taps(u, m, _toeplitz=scipy.linalg.toeplitz):
+                u = np.asarray(u, dtype=float)
+                return _toeplitz(u, np.r_[u[0], np.zeros(m - 1)])
+            """,
+        ),
+        "alternatives": _cells(
             comprehension="""
             def taps(u, m):
                 return np.array([[float(u[t - j]) if t >= j else 0.0 for j in range(m)]
@@ -557,6 +623,37 @@ LAB6 = {
 
             def least_squares(X, d):
                 return scipy.linalg.lstsq(P.augment(X), d)[0]
+            """,
+            lapack_dgelss="""
+            from scipy.linalg import lapack
+
+            def least_squares(X, d):
+                A = P.augment(X)
+                v, x, s, rank, work, info = lapack.dgelss(A, np.asarray(d, dtype=float))
+                return x[: A.shape[1]]
+            """,
+            numpy_gufunc="""
+            from numpy.linalg import _umath_linalg
+
+            def least_squares(X, d):
+                A = P.augment(X)
+                b = np.asarray(d, dtype=float)[:, None]
+                x, resids, rank, s = _umath_linalg.lstsq(A, b, 1e-15, signature="ddd->ddid")
+                return x[:, 0]
+            """,
+            ridge="""
+            from sklearn.linear_model import Ridge
+
+            def least_squares(X, d):
+                fit = Ridge(alpha=0.0).fit(X, d)
+                return np.r_[fit.intercept_, fit.coef_]
+            """,
+            lsqr="""
+            from scipy.sparse.linalg import lsqr
+
+            def least_squares(X, d):
+                return lsqr(P.augment(X), np.asarray(d, dtype=float), atol=1e-16, btol=1e-16,
+                            conlim=1e16, iter_lim=100000)[0]
             """,
         ),
         "alternatives": _cells(
@@ -607,6 +704,19 @@ LAB6 = {
             def lms_filter(X, d, eta):
                 return _lms_pass(P.augment(X), np.asarray(d, dtype=float), eta,
                                  np.zeros(X.shape[1] + 1))[0]
+            """,
+            sgd_regressor="""
+            from sklearn.linear_model import SGDRegressor
+
+            def lms_filter(X, d, eta):
+                X, d = np.asarray(X, dtype=float), np.asarray(d, dtype=float)
+                model = SGDRegressor(loss="squared_error", penalty=None, alpha=0.0,
+                                     learning_rate="constant", eta0=eta, shuffle=False)
+                path = [np.zeros(X.shape[1] + 1)]  # its weights start at zero too
+                for t in range(len(X)):
+                    model.partial_fit(X[t : t + 1], d[t : t + 1])
+                    path.append(np.r_[model.intercept_, model.coef_])
+                return np.array(path)
             """,
         ),
         "alternatives": _cells(
@@ -778,6 +888,14 @@ LAB7 = {
 
             def accuracy(w, X, c):
                 return float(accuracy_score(c, (P.augment(X) @ w >= 0).astype(int)))
+            """,
+            confusion_matrix="""
+            from sklearn.metrics import confusion_matrix
+
+            def accuracy(w, X, c):
+                pred = (P.augment(X) @ w >= 0).astype(int)
+                m = confusion_matrix(np.asarray(c), pred, labels=[0, 1])
+                return float(np.trace(m) / m.sum())
             """,
         ),
         "alternatives": _cells(
