@@ -25,7 +25,7 @@ REFUSED = [
         "a default argument",
         "import scipy.special\ndef sigmoid(z, _f=scipy.special.expit):\n    return _f(z)\n",
         "sigmoid",
-        "scipy.special._special_ufuncs.expit",
+        "the ufunc expit, not one of numpy's own (sigmoid: default)",
     ),
     (
         "a method-wrapper of a ufunc",
@@ -136,11 +136,11 @@ REFUSED = [
         "not one of numpy's own",
     ),
     (
-        "another standard module",
-        "import statistics\n"
-        "def least_squares(X, d):\n    return statistics.linear_regression(X[:, 0], d)\n",
+        "sys, the door to every module",
+        "import sys\n"
+        "def least_squares(X, d):\n    return sys.modules['scipy.linalg'].lstsq(X, d)[0]\n",
         "least_squares",
-        "statistics",
+        "sys.modules",
     ),
 ]
 
@@ -194,6 +194,38 @@ ALLOWED = [
         "def sigmoid(z):\n"
         "    return 1 / (1 + np.exp(-z)) if np.ndim(z) else sigmoid(np.atleast_1d(z))\n",
     ),
+    (
+        "a copy, warnings, numbers, random and aliases of numpy and math",
+        "import copy, numbers, random, warnings\nimport numpy.linalg as la\nfrom math import exp\n"
+        "def sigmoid(z):\n    z = copy.deepcopy(z)\n    if not isinstance(z, numbers.Number):\n"
+        "        warnings.warn('an array')\n    random.Random(0).random()\n"
+        "    return 1 / (1 + np.exp(-z)) + 0 * la.norm(z) + 0 * exp(0)\n",
+    ),
+    (
+        "private attributes, one's own and a namedtuple's",
+        "import collections\nclass C:\n    def __init__(self):\n"
+        "        self._n, self._w = 0, [1.0]\n"
+        "    def tick(self):\n        self._n += 1\n"
+        "        return sum(self._w[i] for i in range(1)) + (lambda: self._n)()\n"
+        "    def __add__(self, other):\n        return self._n + other._n\n"
+        "T = collections.namedtuple('T', 'w')\n"
+        "def sigmoid(z):\n    c = C()\n    t = T(0)._replace(w=1)\n"
+        "    return 1 / (1 + np.exp(-z)) + 0 * (c.tick() + (c + c) + t.w)\n",
+    ),
+    (
+        "dataclasses, annotations and names with two underscores",
+        "from dataclasses import dataclass, field\n__EPS = 1e-300\n"
+        "@dataclass\nclass Step:\n    eta: float | None = None\n"
+        "    path: list = field(default_factory=list)\n"
+        "def __f(z):\n    return 1 / (1 + np.exp(-z))\n"
+        "def sigmoid(z):\n    s = Step(1.0)\n    assert s == Step(1.0)\n"
+        "    return __f(z) + 0 * __EPS + 0 * s.eta\n",
+    ),
+    (
+        "a plot, which does not run",
+        "import matplotlib.pyplot as plt\ndef sigmoid(z, show=False):\n"
+        "    if show:\n        plt.plot(z)\n    return 1 / (1 + np.exp(-z))\n",
+    ),
     ("the package", "def sigmoid(z):\n    return P.sigmoid(z)\n"),  # the allow list decides
 ]
 
@@ -215,6 +247,24 @@ def test_a_library_object_put_into_numpy_after_the_snapshot_stays_outside():
             reach.check(student("def f(z):\n    return np.expit_of_scipy(z)\n", "f"), "f")
     finally:
         del np.expit_of_scipy
+
+
+def test_the_students_namespace_under_another_modules_name_is_still_the_students():
+    """Importing multiprocessing (scikit-learn and joblib do) registers the notebook's
+    namespace as the module __mp_main__: its functions stay the student's, read as such."""
+    import sys
+    import types
+
+    module = types.ModuleType("__main__")
+    module.np = np
+    exec(compile("def sigmoid(z):\n    return 1 / (1 + np.exp(-z))\n", "<ipython-input-2-0>",
+                 "exec"), vars(module))  # fmt: skip
+    sys.modules["__mp_main__"] = module
+    try:
+        reach.snapshot()
+        reach.check(module.sigmoid, "sigmoid")
+    finally:
+        del sys.modules["__mp_main__"]
 
 
 def test_the_instructors_stand_ins_are_trusted():

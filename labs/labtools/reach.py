@@ -11,16 +11,16 @@ can reach, and refuses the call if any of it is outside:
 - the function's code and the code of every function of the student's it reaches (by
   global name, default argument, closure, a helper's helper, a class's methods), read
   instruction by instruction: every global name is looked up and checked; an ``import``
-  must name an allowed module; an attribute may not be private (``_x``, except on
-  ``self``) or one of the special names that lead to other objects (``__dict__``,
-  ``__globals__``, ``__call__``, ``__self__``, ...); names that build names (``getattr``,
-  ``eval``, ``__import__``, ``globals``, ...) are refused;
+  must name an allowed module; an attribute chain from a global name is followed and
+  what it ends at is checked; a special attribute that leads to other objects
+  (:data:`SPECIAL`: ``__dict__``, ``__globals__``, ``__self__``, ...) and the names that
+  build names (``getattr``, ``eval``, ``__import__``, ``globals``, ...) are refused;
 - every object reached, by what it is: a module, a function, a class or an instance
-  must come from :data:`ALLOWED` (numpy, math, Python's built-ins and a few of its
-  standard modules, the package, whose functions the allow list governs as the call
-  runs); a numpy ufunc must be one of numpy's own public ones; a compiled function of
-  unknown origin is refused; an object that a module outside :data:`ALLOWED` holds
-  (``scipy.linalg.lapack.dgelss``) is refused by identity, whatever it claims to be.
+  must come from :data:`ALLOWED` (numpy, math, Python's built-ins, standard modules no
+  exercise is done by, matplotlib, the package, whose functions the allow list governs
+  as the call runs); a numpy ufunc must be one of numpy's own public ones; a compiled
+  object that a module outside :data:`ALLOWED` holds (``scipy.linalg.lapack.dgelss``) is
+  refused by identity, and one of unknown origin by default.
 
 Like every layer inside the sandbox, the student could undo it (their code runs in the
 same process before the call); the tests of the idea, on the grader's side, are the
@@ -47,9 +47,27 @@ ALLOWED = frozenset(
         "functools",
         "operator",
         "collections",
-        "_functools",  # what functools, collections and operator are written in
+        "copy",  # standard modules an honest answer may use and no exercise is done by
+        "random",
+        "warnings",
+        "numbers",
+        "typing",
+        "fractions",
+        "decimal",
+        "abc",
+        "time",
+        "enum",
+        "types",
+        "logging",
+        "statistics",
+        "matplotlib",  # a graded function may draw (no exercise is done by drawing)
+        "dataclasses",
+        "_thread",
+        "_functools",  # what these are written in
         "_collections",
         "_operator",
+        "_warnings",
+        "_abc",
         "perceptrons",
         "__main__",
     }
@@ -72,8 +90,34 @@ REFUSED_BUILTINS = frozenset(
         "input",
     }
 )
-#: special attributes a graded function may name
-SAFE_SPECIAL = frozenset({"__init__", "__name__", "__doc__", "__len__"})
+#: special attributes that lead from an object to others (a function's globals and code, a
+#: class's subclasses and bases, a namespace): a graded function may not name them
+SPECIAL = frozenset(
+    {
+        "__dict__",
+        "__globals__",
+        "__code__",
+        "__closure__",
+        "__defaults__",
+        "__kwdefaults__",
+        "__self__",
+        "__func__",
+        "__wrapped__",
+        "__objclass__",
+        "__bases__",
+        "__base__",
+        "__mro__",
+        "__subclasses__",
+        "__builtins__",
+        "__import__",
+        "__getattribute__",
+        "__loader__",
+        "__spec__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__get__",
+    }
+)
 _HEAP = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by Python code
 _MAX_ITEMS = 200  # items of one list, tuple, set or dict looked at
 _ATTRS = {"LOAD_ATTR", "LOAD_METHOD", "STORE_ATTR", "DELETE_ATTR"}
@@ -90,8 +134,8 @@ def _root(name) -> str:
 
 @functools.cache
 def _homes() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(folders of allowed libraries' code, folders of everything else installed): a
-    function is a library's if its code's file is below one of them."""
+    """(the folders of numpy, the package and the standard library; the folders packages
+    are installed in): a function whose code's file is below one of them is a library's."""
     import numpy
 
     import perceptrons
@@ -104,15 +148,18 @@ def _homes() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return allowed, tuple(p + os.sep for p in sys.path if p and "-packages" in p)
 
 
-def _library_function(func: types.FunctionType) -> str | None:
-    """'allowed', 'other' (a library's code, by its file), or None (the student's)."""
-    filename = func.__code__.co_filename
+def _library_function(func: types.FunctionType) -> bool:
+    """Whether ``func`` is a library's (its code's file is installed, or in the standard
+    library or the package), not the student's; a library's says its module truly."""
     allowed, installed = _homes()
-    if any(filename.startswith(h) for h in installed) and not filename.startswith(allowed[:2]):
-        return "other"
-    if filename.startswith(allowed):
-        return "allowed"
-    return None
+    return func.__code__.co_filename.startswith(allowed + installed)
+
+
+def _generated(key: str, value) -> bool:
+    """A special method that a decorator wrote (dataclass, namedtuple: code compiled from
+    a string), which runs no code of the student's own."""
+    code = getattr(value, "__code__", None) if isinstance(value, types.FunctionType) else None
+    return key.startswith("__") and code is not None and code.co_filename == "<string>"
 
 
 # What the modules hold, read once per module: ids of what a module of ALLOWED holds
@@ -150,6 +197,8 @@ def snapshot() -> None:
     for name, module in list(sys.modules.items()):
         if name in read or module is None or _root(name) in ("labtools", "__main__"):
             continue
+        if getattr(module, "__name__", None) in ("__main__", "__mp_main__"):
+            continue  # the student's namespace under another name (multiprocessing's)
         read.add(name)
         try:
             items = list(vars(module).items())
@@ -183,16 +232,15 @@ def check(func, name: str, trusted: frozenset[int] = frozenset()) -> None:
             "Python's built-ins and the package functions its stub names, nothing else"
         )
 
-    def read_code(where: str, code: types.CodeType, globals_: dict, self_name: str | None):
+    def read_code(where: str, code: types.CodeType, globals_: dict):
         chain: list[str] | None = None
         base: object = None
-        previous = None
         for ins in dis.get_instructions(code):
             op, arg = ins.opname, ins.argval
             if op in ("LOAD_GLOBAL", "LOAD_NAME"):
                 if arg in REFUSED_BUILTINS:
                     refuse(where, f"the built-in {arg}")
-                if arg.startswith("__") and arg not in SAFE_SPECIAL:
+                if arg in SPECIAL:
                     refuse(where, f"the name {arg}")
                 if arg in globals_:
                     base = globals_[arg]
@@ -203,14 +251,7 @@ def check(func, name: str, trusted: frozenset[int] = frozenset()) -> None:
                         todo.append((f"{where}: built-in {arg}", base))
                 chain = [arg]
             elif op in _ATTRS:
-                private = arg.startswith("_") and not arg.startswith("__")
-                special = arg.startswith("__") and arg not in SAFE_SPECIAL
-                on_self = (
-                    previous is not None
-                    and previous.opname == "LOAD_FAST"
-                    and (previous.argval == self_name)
-                )
-                if special or (private and not on_self):
+                if arg in SPECIAL:
                     refuse(where, f"the attribute .{arg}")
                 if op in ("LOAD_ATTR", "LOAD_METHOD") and chain is not None:
                     chain.append(arg)
@@ -234,10 +275,9 @@ def check(func, name: str, trusted: frozenset[int] = frozenset()) -> None:
                 chain = None
             else:
                 chain = None
-            previous = ins
         for const in code.co_consts:
             if isinstance(const, types.CodeType):
-                read_code(f"{where}: {const.co_name}", const, globals_, None)
+                read_code(f"{where}: {const.co_name}", const, globals_)
 
     while todo:
         where, obj = todo.pop()
@@ -254,8 +294,6 @@ def check(func, name: str, trusted: frozenset[int] = frozenset()) -> None:
             continue
         if id(obj) in refused_builtins:
             refuse(where, f"the built-in {getattr(obj, '__name__', obj)}")
-        if id(obj) in outside:
-            refuse(where, outside[id(obj)])
         if obj is None or isinstance(obj, int | float | complex | str | bytes | bool | range):
             continue
         if isinstance(obj, numpy.ndarray | numpy.generic | numpy.dtype):
@@ -273,15 +311,11 @@ def check(func, name: str, trusted: frozenset[int] = frozenset()) -> None:
             todo.extend((where, f) for f in (obj.fget, obj.fset, obj.fdel) if f is not None)
             continue
         if isinstance(obj, types.FunctionType):
-            kind = _library_function(obj)
-            if kind == "other":
-                refuse(where, f"{obj.__module__}.{obj.__qualname__}")
-            if kind == "allowed":  # a library's own: its module is what it says
+            if _library_function(obj):
                 if _root(obj.__module__) not in ALLOWED:
                     refuse(where, f"{obj.__module__}.{obj.__qualname__}")
                 continue
-            self_name = obj.__code__.co_varnames[0] if obj.__code__.co_argcount else None
-            read_code(where, obj.__code__, obj.__globals__, self_name)
+            read_code(where, obj.__code__, obj.__globals__)
             todo.extend((f"{where}: default", d) for d in obj.__defaults__ or ())
             todo.extend((f"{where}: default", d) for d in (obj.__kwdefaults__ or {}).values())
             for cell in obj.__closure__ or ():
@@ -307,7 +341,11 @@ def check(func, name: str, trusted: frozenset[int] = frozenset()) -> None:
             if _root(obj.__module__) not in ALLOWED:
                 refuse(where, f"the class {obj.__module__}.{obj.__qualname__}")
             if obj.__flags__ & _HEAP:
-                todo.extend((f"{where}.{k}", v) for k, v in list(vars(obj).items())[:_MAX_ITEMS])
+                todo.extend(
+                    (f"{where}.{k}", v)
+                    for k, v in list(vars(obj).items())[:_MAX_ITEMS]
+                    if k != "__annotations__" and not _generated(k, v)
+                )
             continue
         kind = type(obj)
         if kind.__name__ in _CYTHON:  # a compiled function: its module is the one it says
@@ -321,6 +359,8 @@ def check(func, name: str, trusted: frozenset[int] = frozenset()) -> None:
             state = getattr(obj, "__dict__", None)
             if isinstance(state, dict):
                 todo.extend((f"{where}.{k}", v) for k, v in list(state.items())[:_MAX_ITEMS])
+        elif id(obj) in outside:  # compiled, and held by a module outside ALLOWED only
+            refuse(where, outside[id(obj)])
         elif callable(obj) and kind not in _KNOWN_CALLABLES:
             module = getattr(obj, "__module__", None)  # a Cython function says its module
             if not isinstance(module, str) or _root(module) not in ALLOWED:
