@@ -36,6 +36,8 @@ import os
 import sys
 import types
 
+import numpy
+
 #: the top-level modules a graded function may use
 ALLOWED = frozenset(
     {
@@ -122,6 +124,19 @@ _HEAP = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by Python code
 _MAX_ITEMS = 200  # items of one list, tuple, set or dict looked at
 _ATTRS = {"LOAD_ATTR", "LOAD_METHOD", "STORE_ATTR", "DELETE_ATTR"}
 _CYTHON = {"cython_function_or_method", "fused_cython_function"}
+_REFUSED_BUILTIN_IDS = frozenset(
+    id(getattr(builtins, name)) for name in REFUSED_BUILTINS if hasattr(builtins, name)
+)
+#: compiled callables judged by what they are bound to, or by their type's module
+_KNOWN_CALLABLES = (
+    type,
+    types.BuiltinFunctionType,
+    types.MethodWrapperType,
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
+    types.ClassMethodDescriptorType,
+    type(numpy.concatenate),  # numpy's C-level array-function dispatcher
+)
 
 
 class Refused(RuntimeError):
@@ -136,8 +151,6 @@ def _root(name) -> str:
 def _homes() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(the folders of numpy, the package and the standard library; the folders packages
     are installed in): a function whose code's file is below one of them is a library's."""
-    import numpy
-
     import perceptrons
 
     allowed = (
@@ -172,13 +185,16 @@ _STATE: dict = {}
 
 
 def preload() -> None:
-    """Import what every notebook needs (what the warm parent imports: numpy, matplotlib
-    with Agg, IPython, ipywidgets, the package), so that a cold agent's snapshot reads the
-    same modules as a warm parent's."""
+    """Import what every notebook needs (numpy, matplotlib with Agg, IPython, ipywidgets,
+    the package): the warm parent does it once (:func:`labtools.zygote.prepare`), a cold
+    agent before its snapshot, so that both read the same modules."""
+    import IPython.core.completer  # noqa: F401 - what a notebook's shell imports first
     import IPython.core.interactiveshell  # noqa: F401
     import ipywidgets  # noqa: F401
+    import matplotlib.backends.backend_agg  # noqa: F401 - what the first figure imports
+    import matplotlib.font_manager  # noqa: F401 - the font list, read once
     import matplotlib.pyplot  # noqa: F401
-    import numpy  # noqa: F401
+    import traitlets.config  # noqa: F401
 
     import perceptrons  # noqa: F401
     import perceptrons.plotting  # noqa: F401
@@ -188,8 +204,6 @@ def preload() -> None:
 
 def snapshot() -> None:
     """Read every loaded module (once: later calls read only modules loaded since)."""
-    import numpy
-
     if not _STATE:
         ufuncs = {id(v) for v in vars(numpy).values() if isinstance(v, numpy.ufunc)}
         _STATE.update(inside=set(), outside={}, read=set(), ufuncs=ufuncs)
@@ -218,11 +232,8 @@ def check(func, name: str, trusted: frozenset[int] = frozenset()) -> None:
     """Raise :class:`Refused` if ``func`` (the student's function called ``name``) reaches
     anything outside :data:`ALLOWED` (see the module's docstring). ``trusted``: ids of
     objects the grader put in the student's namespace (the instructor's stand-ins)."""
-    import numpy
-
     snapshot()
     outside, ufuncs = _STATE["outside"], _STATE["ufuncs"]
-    refused_builtins = {id(getattr(builtins, n)) for n in REFUSED_BUILTINS if hasattr(builtins, n)}
     seen: set[int] = set()
     todo: list[tuple[str, object]] = [(name, func)]
 
@@ -292,7 +303,7 @@ def check(func, name: str, trusted: frozenset[int] = frozenset()) -> None:
             if _root(obj.__name__) not in ALLOWED:
                 refuse(where, f"the module {obj.__name__}")
             continue
-        if id(obj) in refused_builtins:
+        if id(obj) in _REFUSED_BUILTIN_IDS:
             refuse(where, f"the built-in {getattr(obj, '__name__', obj)}")
         if obj is None or isinstance(obj, int | float | complex | str | bytes | bool | range):
             continue
@@ -367,29 +378,3 @@ def check(func, name: str, trusted: frozenset[int] = frozenset()) -> None:
                 refuse(where, f"a compiled function from {module or 'nowhere known'}")
         elif _root(kind.__module__) not in ALLOWED:
             refuse(where, f"an object of {kind.__module__}.{kind.__qualname__}")
-
-
-def _known_callables() -> tuple[type, ...]:
-    import numpy
-
-    dispatcher = type(numpy.concatenate)  # numpy's C-level array-function dispatcher
-    return (
-        type,
-        types.BuiltinFunctionType,
-        types.MethodWrapperType,
-        types.WrapperDescriptorType,
-        types.MethodDescriptorType,
-        types.ClassMethodDescriptorType,
-        dispatcher,
-    )
-
-
-_KNOWN_CALLABLES: tuple[type, ...] = ()
-
-
-def _init() -> None:
-    global _KNOWN_CALLABLES
-    _KNOWN_CALLABLES = _known_callables()
-
-
-_init()

@@ -111,21 +111,9 @@ def prepare() -> None:
     from labtools import agent
 
     agent.warm_matplotlib_cache()
-    import IPython.core.completer  # noqa: F401 - what a notebook's shell imports first
-    import IPython.core.interactiveshell  # noqa: F401
-    import ipywidgets  # noqa: F401
-    import matplotlib.backends.backend_agg  # noqa: F401 - what the first figure imports
-    import matplotlib.font_manager  # noqa: F401 - the font list, read once
-    import matplotlib.pyplot  # noqa: F401
-    import numpy  # noqa: F401
-    import traitlets.config  # noqa: F401
-
-    import perceptrons  # noqa: F401
-    import perceptrons.plotting  # noqa: F401
-    import perceptrons.testing  # noqa: F401
-    import perceptrons.widgets  # noqa: F401
     from labtools import reach, seccomp, wire  # noqa: F401
 
+    reach.preload()  # the modules every notebook needs (a cold agent imports the same)
     reach.snapshot()  # what the modules hold, read once for every child (labtools.reach)
 
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # its memory is nobody's to read
