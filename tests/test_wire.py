@@ -153,13 +153,15 @@ def test_framing_has_one_home():
     from pathlib import Path
 
     tools = Path(wire.__file__).parent
-    for name in ("agent.py", "sandbox.py", "verdicts.py"):
+    for name in ("inside/agent.py", "inside/zygote.py", "sandbox.py", "verdicts.py"):
         text = (tools / name).read_text()
         assert "import struct" not in text and "os.read(" not in text, name
-        # the agent reads the grader's requests; the sandbox reads bubblewrap's own report
-        # (written before any student code runs): neither is the student's
-        trusted = ("json.loads(payload)", "json.loads(info)")
-        assert "json.loads(" not in text.replace(trusted[0], "").replace(trusted[1], ""), name
+        # the agent reads the grader's requests, the warm parent the grader's job, the
+        # sandbox bubblewrap's own report (written before any student code runs): none is
+        # the student's
+        for trusted in ("json.loads(payload)", "json.loads(info)", "json.loads(message)"):
+            text = text.replace(trusted, "")
+        assert "json.loads(" not in text, name
 
 
 @pytest.mark.parametrize(

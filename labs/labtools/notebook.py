@@ -14,7 +14,9 @@ The roles of the cells in :func:`plan`:
 - ``answer``: the student's code for a solution cell, run in the sandbox only;
 - ``written``: the student's text for an answer graded by hand;
 - ``extra``: a code cell the student added, run in the sandbox after the cell it followed;
-- ``text``: the source's markdown.
+- ``text``: the source's markdown;
+- ``skipped``: the lab's last cell, the student's own check before hand-in
+  (:func:`perceptrons.handin.check`, tagged ``handin-check``): shown, not run.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.S)
+HANDIN_CHECK = "handin-check"  # the tag of a lab's last cell (perceptrons.handin.check)
 
 
 def visible(cell: dict) -> str:
@@ -211,19 +214,13 @@ def shown_only(cells: list[Cell], declared: set[str]) -> set[int]:
     return skipped
 
 
-def declared(source_nb: dict) -> dict[str, list[str]]:
+def declared(source_nb: dict) -> set[str]:
     """The names that may cross from the student's side: those the instructor's solution
-    cells define, each with the package functions it must not use ("write it yourself",
-    from the cell's ``grading`` metadata, qualified: :func:`labtools.forbid.names_for`)."""
-    from labtools import forbid
-
-    names = {}
+    cells define."""
+    names = set()
     for cell in source_nb["cells"]:
         if cell["cell_type"] == "code" and is_answer(cell):
-            grading = cell.get("metadata", {}).get("grading", {})
-            closed = forbid.names_for(grading) if grading else []
-            for name in assigned_names(text(cell)):
-                names[name] = closed
+            names.update(assigned_names(text(cell)))
     return names
 
 
@@ -316,6 +313,8 @@ def plan(source_nb: dict, student_nb: dict) -> tuple[list[Cell], list[str]]:
         elif is_test(original):
             full = text(original)
             cells.append(Cell("test", full, visible(original), gid, points, meta))
+        elif HANDIN_CHECK in meta.get("tags", []):  # the student's own check: not graded
+            cells.append(Cell("skipped", text(original), None, gid, 0.0, meta))
         else:
             cells.append(Cell("locked", text(original), text(original), gid, 0.0, meta))
         cells += [_extra(c) for c in extras.get(gid, [])]

@@ -4,12 +4,24 @@
 two namespaces side by side: the student's, in a :class:`~labtools.sandbox.Sandbox`, and
 the grader's own, in this process, where no student code ever runs. Locked cells run in
 both, except those that only show something (:func:`labtools.notebook.shown_only`: no later
-verdict reads what they make), which run in the sandbox only. A test cell runs here only,
-after the names it reads that the student's answers define
+verdict reads what they make), which run in the sandbox only; the graded notebook shows what
+the sandbox printed and drew for them, as the student's kernel would. A test cell runs here
+only, after the names it reads that the student's answers define
 (:func:`labtools.notebook.declared`) are fetched from the sandbox: values as plain data
 (:mod:`labtools.wire`), functions as :class:`StudentFunction` stand-ins whose calls go to
 the sandbox with plain data and come back as plain data. A test passes when it runs to its
-end here; nothing the student's code printed, patched or raised can change that."""
+end here; nothing the student's code printed, patched or raised can change that.
+
+A test cell with hidden tests is graded after the notebook's last cell has run, on a copy of
+the notebook as it was at the test's place (:class:`~labtools.wire.Checkpoint`), and nothing
+the sandbox prints from then on is kept: no cell of the student's runs after a hidden test
+has called its functions, so nothing a hidden test passes reaches what the student sees. Its
+failure is shown without values (:func:`hidden_message`); the instructor's copy of the
+message (the results file, the logs) keeps them.
+
+The rules a student can check before handing in (:mod:`perceptrons.handin`) are applied here
+too: what cannot be absent from the sandbox is held for the instructor (``review``).
+"""
 
 from __future__ import annotations
 
@@ -23,7 +35,7 @@ import traceback
 import warnings
 from pathlib import Path
 
-from labtools import notebook, wire
+from labtools import closed, notebook, wire
 from labtools.sandbox import Limits, Sandbox, SandboxError
 
 PLAIN = "numbers, strings, booleans, None, lists, tuples, dicts, numeric numpy arrays"
@@ -70,36 +82,56 @@ def _changed_argument(sent, returned) -> str | None:
     return "its arguments"
 
 
-class StudentFunction:
-    """The student's function, called in the sandbox with plain data only. While it runs,
-    the names in ``references`` ({name: the instructor's function, on this side}) stand
-    for the instructor's versions: their calls come back here as callbacks."""
+def callbacks(box: Sandbox, references: dict, *, graded: bool):
+    """What answers the student's code when it calls back during a request: the instructor's
+    versions of ``references`` ({name: the instructor's function, on this side}), and the
+    package functions the lab closes (:func:`labtools.closed.answer`: refused when
+    ``graded``, else run here). Anything else stops the sandbox (None)."""
+    budget = box.limits.budget()
 
-    def __init__(self, box: Sandbox, name: str, forbid: list[str], references: dict):
-        self.box, self.name, self.forbid, self.references = box, name, forbid, references
-
-    def __repr__(self) -> str:
-        return f"<student function {self.name}>"
-
-    def _callback(self, name: str, args: list, kwargs: dict) -> wire.Reply:
-        """One call of the instructor's ``name`` made by the student's code: run here, on
-        plain data, and its value sent back as plain data."""
+    def answer(call: tuple) -> wire.Reply | None:
+        name = call[0]
+        if closed.is_package(name):
+            return closed.answer(call, budget, graded=graded)
+        if name not in references:
+            return None
+        try:
+            args, kwargs = wire.decode_arguments(call, budget)
+        except wire.NotPlainData as err:
+            return wire.Reply(raised=f"TypeError: an argument could not be sent: {err}")
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                value = self.references[name](*args, **kwargs)
+                value = references[name](*args, **kwargs)
             return wire.Reply(value=wire.to_plain(value))
         except Exception as err:  # noqa: BLE001 - the student's arguments made it fail
             return wire.Reply(raised=f"{type(err).__name__}: {str(err)[:500]}")
+
+    return answer
+
+
+class StudentFunction:
+    """The student's function, called in the sandbox with plain data only. While it runs,
+    the names in ``references`` ({name: the instructor's function, on this side}) stand
+    for the instructor's versions: their calls come back here as callbacks; a package
+    function the lab closes is refused."""
+
+    def __init__(self, box: Sandbox, name: str, references: dict):
+        self.box, self.name, self.references = box, name, references
+
+    def __repr__(self) -> str:
+        return f"<student function {self.name}>"
 
     def __call__(self, *args, **kwargs):
         try:
             sent = wire.to_plain([list(args), kwargs])
         except wire.NotPlainData as err:  # the test itself passes something else
             raise TypeError(f"cannot send {err} to the student's {self.name}") from None
-        request = wire.Call(self.name, sent[0], sent[1], self.forbid, sorted(self.references))
+        request = wire.Call(self.name, sent[0], sent[1], sorted(self.references))
         try:
-            answer = self.box.request(request, callback=self._callback)
+            answer = self.box.request(
+                request, callback=callbacks(self.box, self.references, graded=True)
+            )
         except SandboxError as err:
             raise StudentCodeError(f"{self.name} could not be called: {err}") from None
         for category, message in answer.warnings:
@@ -128,7 +160,7 @@ class StudentFunction:
         return answer.value
 
 
-def fetch(box: Sandbox, name: str, forbid: list[str], references: dict | None = None):
+def fetch(box: Sandbox, name: str, references: dict | None = None):
     """The student's ``name`` as the grader may use it (see the module's docstring)."""
     try:
         answer = box.request(wire.Get(name))
@@ -139,7 +171,7 @@ def fetch(box: Sandbox, name: str, forbid: list[str], references: dict | None = 
             name, "is not defined: did the cell that defines it run without an error?"
         )
     if answer.function:
-        return StudentFunction(box, name, forbid, references or {})
+        return StudentFunction(box, name, references or {})
     if answer.refused is not None:
         return Unavailable(
             name, f"is {answer.refused}, not plain data ({PLAIN}): counted as a wrong answer"
@@ -147,6 +179,54 @@ def fetch(box: Sandbox, name: str, forbid: list[str], references: dict | None = 
     if not answer.has_value:
         return Unavailable(name, "was sent without a value: counted as a wrong answer")
     return answer.value
+
+
+SAFE_ERRORS = frozenset(
+    {
+        "ValueError",
+        "TypeError",
+        "IndexError",
+        "KeyError",
+        "ZeroDivisionError",
+        "OverflowError",
+        "FloatingPointError",
+        "RuntimeError",
+        "NotImplementedError",
+        "AttributeError",
+        "NameError",
+        "RecursionError",
+        "MemoryError",
+        "KeyboardInterrupt",
+        "AssertionError",
+        "LinAlgError",
+    }
+)
+
+
+def hidden_message(failure: BaseException) -> str:
+    """A hidden test's failure as the student may read it: what the check compared, in the
+    instructor's words, and which kind of thing went wrong; never a value, an input or text
+    the student's code chose (its exception's message, a name it made up), which could carry
+    the test's inputs out."""
+    from perceptrons.testing import NotSame
+
+    if isinstance(failure, NotSame):
+        return f"{failure.what}: not what was expected (a hidden test)"
+    if isinstance(failure, StudentCodeError):
+        text = str(failure)
+        name = text.split(" ", 1)[0]
+        if " raised " in text:
+            kind = text.split(" raised ", 1)[1].split(":", 1)[0].strip()
+            kind = kind if kind in SAFE_ERRORS else "an exception"
+            return f"{name} raised {kind} in a hidden test"
+        if "ran longer than" in text or "interrupted" in text:
+            return f"{name} ran past its time limit in a hidden test"
+        return f"{name} could not be called in a hidden test"
+    if isinstance(failure, WrongAnswer):
+        return "a hidden test got an answer it cannot use (not plain data, or changed inputs)"
+    if isinstance(failure, TimeoutError):
+        return "a hidden test ran past its time limit"
+    return "a hidden test failed"
 
 
 def instructor_versions(names, solutions: dict[str, str], ours: dict) -> dict:
@@ -186,9 +266,12 @@ class OutputBudget:
     was dropped. The autograded notebook, the feedback and the logs are built from these
     outputs, so no file grows with what a submission prints."""
 
+    FIGURES = 2 * 2**20  # characters of figures (PNG in base64) kept for the whole notebook
+
     def __init__(self, per_cell: int, total: int):
         self.per_cell, self.left = per_cell, total
         self.total, self.dropped = total, 0
+        self.figures_left = self.FIGURES
 
     def take(self, text: str) -> str:
         """``text`` as kept: cut to what is left; "" once the notebook's budget is spent."""
@@ -212,12 +295,13 @@ class OutputBudget:
             outputs.append({"output_type": "stream", "name": name, "text": text})
 
     def error(self, err: BaseException, cell_name: str, hidden: set[str] = frozenset()) -> dict:
-        """An error output; ``hidden``: the stripped lines of the cell's hidden tests, which
-        no traceback line may quote (the message is kept)."""
+        """An error output: the frames of the cell's own code (the grader's and the
+        package's files are not named: their paths are the grader's machine's), without
+        the lines that quote ``hidden`` (the stripped lines of the cell's hidden tests)."""
         frames = [
             self.take(_unquoted(line, hidden))
             for line in traceback.format_exception(type(err), err, err.__traceback__)[-20:]
-            if "labtools" not in line  # the grader's own frames say nothing to the student
+            if not line.lstrip().startswith('File "/')  # a file of the grader's machine
         ]
         return {
             "output_type": "error",
@@ -225,6 +309,38 @@ class OutputBudget:
             "evalue": self.take(str(err)[:2000]),
             "traceback": [f"in {cell_name}:", *frames],
         }
+
+    def hidden_error(self, err: BaseException, cell_name: str) -> dict:
+        """A hidden test's error output: :func:`hidden_message` only, no traceback."""
+        return {
+            "output_type": "error",
+            "ename": type(err).__name__ if type(err).__name__ in SAFE_ERRORS else "Failed",
+            "evalue": self.take(hidden_message(err)),
+            "traceback": [f"in {cell_name}: {hidden_message(err)}"],
+        }
+
+    def figures(self, outputs: list, images: list[str]) -> None:
+        """Append the figures a cell drew (PNG images, base64), each counted in the
+        notebook's output budget; an image that is not a PNG is left out."""
+        import base64
+        import binascii
+
+        for image in images:
+            try:
+                head = base64.b64decode(image[:16], validate=True)
+            except (binascii.Error, ValueError):
+                continue
+            if not head.startswith(b"\x89PNG\r\n\x1a\n") or len(image) > self.figures_left:
+                self.dropped += len(image)
+                continue
+            self.figures_left -= len(image)
+            outputs.append(
+                {
+                    "output_type": "display_data",
+                    "data": {"image/png": image, "text/plain": ["<Figure>"]},
+                    "metadata": {},
+                }
+            )
 
 
 def _unquoted(frame: str, hidden: set[str]) -> str:
@@ -283,11 +399,74 @@ def kept(cell: notebook.Cell, sources: SourceBudget) -> dict:
     return entry
 
 
+def _run_test(cell, entry, ours: dict, box: Sandbox, budget: OutputBudget, limits, *, hidden):
+    """Run a test cell (or a locked cell) here, in ``ours``; its verdict into ``entry``."""
+    label = f"cell {cell.grade_id or '(no id)'}"
+    left = box.deadline - time.monotonic()
+    out = io.StringIO()
+    needed = notebook.used_names(cell.source)
+    missing = [v for k, v in ours.items() if k in needed and isinstance(v, Unavailable)]
+    try:
+        if left <= 0:
+            raise TimeoutError(
+                "not run: the notebook's time limit was reached "
+                f"(notebook_seconds = {limits.notebook_seconds:g} s)"
+            )
+        if cell.role == "test" and missing:
+            missing[0]._fail()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            with time_limit(min(max(limits.cell_seconds * 4, 60), left)):
+                exec(compile(cell.source, f"<{label}>", "exec"), ours)
+        failure = None
+    except Exception as err:  # noqa: BLE001 - any failure of a test is a verdict
+        failure = err
+    if out.getvalue() and not hidden:  # what a hidden test prints may quote its inputs
+        budget.stream(entry["outputs"], "stdout", out.getvalue())
+    if failure is not None:
+        if hidden:
+            entry["outputs"].append(budget.hidden_error(failure, label))
+        else:
+            seen = {line.strip() for line in (cell.sandbox or "").splitlines()}
+            concealed = {line.strip() for line in cell.source.splitlines()} - seen - {""}
+            entry["outputs"].append(budget.error(failure, label, concealed))
+    if cell.role == "test":
+        entry["passed"] = failure is None
+        entry["points"] = cell.points
+        entry["score"] = cell.points if failure is None else 0.0
+        entry["message"] = (
+            None if failure is None else f"{type(failure).__name__}: {str(failure)[:1000]}"
+        )
+        if hidden:
+            entry["hidden"] = True
+
+
+def _review(cells: list[notebook.Cell], source_nb: dict) -> list[dict]:
+    """What the rules name in the student's cells (:func:`perceptrons.handin.review_cells`):
+    each finding as plain data. An added cell is named by its place among the cells."""
+    from perceptrons import handin
+
+    theirs = []
+    for number, cell in enumerate(cells, start=1):
+        if cell.role == "answer":
+            theirs.append((cell.grade_id, handin.exercise_of(cell.grade_id), cell.source))
+        elif cell.role == "extra":
+            theirs.append((f"cell {number} (added)", None, cell.source))
+    try:
+        found = handin.review_cells(theirs, handin.rules(source_nb))
+    except RecursionError:
+        found = [handin.Finding("the notebook", 1, "code too deep to read", True, None)]
+    return [
+        {"cell": f.cell, "line": f.line, "what": f.what, "held": f.held, "exercise": f.exercise}
+        for f in found
+    ]
+
+
 def evaluate(
     source_nb: dict,
     student_nb: dict,
     limits: Limits,
     *,
+    package: Path | None = None,
     unsafe: bool = False,
     mpl_cache: Path | None = None,
     zygote=None,
@@ -297,9 +476,12 @@ def evaluate(
 
     ``cells``: for every cell of the plan, its role, grade id, source, outputs and, for
     tests, ``passed`` and ``score``; ``notes``: what the instructor should know; ``stopped``:
-    why the student's process stopped early, if it did. ``report``, if given, is called
-    with ``{"plan": [...], "notes": [...]}`` before any cell runs and with
-    ``{"cell": index, "entry": ...}`` as each is graded (:mod:`labtools.judge`).
+    why the student's process stopped early, if it did; ``review``: what the rules name in
+    the student's cells (:mod:`perceptrons.handin`). ``package``: the lab's copy of the
+    package (:func:`labtools.closed.package_for`), for a notebook without a warm parent.
+    ``report``, if given, is called with ``{"plan": [...], "notes": [...]}`` before any cell
+    runs and with ``{"cell": index, "entry": ...}`` as each is graded
+    (:mod:`labtools.judge`).
     """
     import matplotlib.pyplot as plt
 
@@ -309,23 +491,32 @@ def evaluate(
     sources = SourceBudget(limits.cell_source, limits.notebook_source)
     planned = [kept(cell, sources) if sources.keeps(cell) else None for cell in cells]
     report({"plan": [entry for entry in planned if entry is not None], "notes": notes})
+    position, count = {}, 0
+    for index, entry in enumerate(planned):
+        if entry is not None:
+            position[index], count = count, count + 1
+    review = _review(cells, source_nb)
     names = notebook.declared(source_nb)
     instructor = notebook.solutions(source_nb)
     functions = notebook.defined_functions(source_nb)
     shown_only = notebook.shown_only(cells, set(names))  # no verdict needs them run here
     ours: dict = {"__name__": "__main__"}
-    graded = []
     budget = OutputBudget(limits.cell_output, limits.notebook_output)
     interrupted = []
-    box = Sandbox(limits, unsafe=unsafe, mpl_cache=mpl_cache, zygote=zygote)
+    deferred = []  # the hidden tests: (index, cell, entry, namespace, copy of the notebook)
+    if package is None and zygote is None:
+        package = closed.package_for(closed.lab_allow(source_nb))
+    box = Sandbox(limits, package=package, unsafe=unsafe, mpl_cache=mpl_cache, zygote=zygote)
     with box, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for index, (cell, entry) in enumerate(zip(cells, planned, strict=True)):
             kept_cell = entry is not None  # else an added cell left out of the graded notebook
             entry = entry if kept_cell else {"outputs": []}
-            label = f"cell {cell.grade_id or '(no id)'}"
+            hidden = cell.role == "test" and notebook.visible({"source": cell.source}).strip() != (
+                cell.source.strip()
+            )
             if cell.role in ("locked", "test") and index not in shown_only:
-                needed = sorted(notebook.used_names(cell.source) & names.keys())
+                needed = sorted(notebook.used_names(cell.source) & set(names))
                 if cell.role == "locked":  # the grader's data never comes from a student's
                     # function: a locked cell calls the instructor's (values stay the
                     # student's: they are the answers a later test may grade)
@@ -334,57 +525,71 @@ def evaluate(
                     needed = [n for n in needed if n not in mine]
                 references = instructor_versions(cell.reference, instructor, ours)
                 for name in needed:
-                    ours[name] = fetch(box, name, names[name], references)
-                missing = [ours[n] for n in needed if isinstance(ours[n], Unavailable)]
-                left = box.deadline - time.monotonic()
-                out = io.StringIO()
-                try:
-                    if left <= 0:
-                        raise TimeoutError(
-                            "not run: the notebook's time limit was reached "
-                            f"(notebook_seconds = {limits.notebook_seconds:g} s)"
-                        )
-                    if cell.role == "test" and missing:
-                        missing[0]._fail()
-                    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-                        with time_limit(min(max(limits.cell_seconds * 4, 60), left)):
-                            exec(compile(cell.source, f"<{label}>", "exec"), ours)
-                    failure = None
-                except Exception as err:  # noqa: BLE001 - any failure of a test is a verdict
-                    failure = err
-                if out.getvalue():
-                    budget.stream(entry["outputs"], "stdout", out.getvalue())
-                if failure is not None:
-                    seen = {line.strip() for line in (cell.sandbox or "").splitlines()}
-                    hidden = {line.strip() for line in cell.source.splitlines()} - seen - {""}
-                    entry["outputs"].append(budget.error(failure, label, hidden))
-                if cell.role == "test":
-                    entry["passed"] = failure is None
-                    entry["points"] = cell.points
-                    entry["score"] = cell.points if failure is None else 0.0
-                    entry["message"] = (
-                        None
-                        if failure is None
-                        else f"{type(failure).__name__}: {str(failure)[:1000]}"
-                    )
+                    ours[name] = fetch(box, name, references)
+                if hidden:  # graded after the last cell, on a copy of the notebook as it is now
+                    copy = None
+                    if box.stopped is None:
+                        try:
+                            answer = box.request(wire.Checkpoint())
+                            copy = answer.value if answer.has_value else None
+                        except SandboxError:
+                            copy = None
+                    deferred.append((index, cell, entry, dict(ours), copy))
+                else:
+                    _run_test(cell, entry, ours, box, budget, limits, hidden=False)
+                    if cell.role == "locked":
+                        entry["outputs"] = []  # what the student's kernel shows: the sandbox's
             if cell.sandbox and box.stopped is None:
+                request = wire.Run(cell.sandbox, figures=cell.role == "locked")
                 try:
-                    answer = box.request(wire.Run(cell.sandbox))
+                    answer = box.request(request, callback=callbacks(box, {}, graded=False))
                 except SandboxError:
                     answer = None
                 if answer is not None and answer.interrupted:
                     interrupted.append(cell.grade_id or "added by the student")
-                if answer is not None and cell.role in ("answer", "extra"):
+                if answer is not None and cell.role in ("answer", "extra", "locked"):
                     for stream in ("stdout", "stderr"):
                         if getattr(answer, stream):
                             budget.stream(entry["outputs"], stream, getattr(answer, stream))
                     if answer.interrupted:
                         budget.stream(entry["outputs"], "stderr", answer.interrupted)
-            if kept_cell:
-                report({"cell": len(graded), "entry": entry})
-                graded.append(entry)
+                    if cell.role == "locked" and answer.error:
+                        budget.stream(entry["outputs"], "stderr", answer.error)
+                    budget.figures(entry["outputs"], answer.figures)
+            if kept_cell and not (cell.role == "test" and hidden):
+                report({"cell": position[index], "entry": entry})
+        # the hidden tests: every cell of the notebook has run, and nothing the sandbox
+        # prints from now on is kept
+        box.output_kept = len(box.output)
+        for index, cell, entry, namespace, copy in deferred:
+            resumed = False
+            if copy is not None and box.stopped is None:
+                try:
+                    box.request(wire.Resume(copy))
+                    resumed = True
+                except SandboxError:
+                    pass
+            if not resumed:
+                why = box.stopped or "its copy of the notebook could not be made"
+                namespace = {
+                    k: (
+                        Unavailable(k, f"could not be graded: {why}")
+                        if isinstance(v, StudentFunction)
+                        else v
+                    )
+                    for k, v in namespace.items()
+                }
+            _run_test(cell, entry, namespace, box, budget, limits, hidden=True)
+            if resumed and box.stopped is None:
+                try:
+                    box.request(wire.Release())
+                except SandboxError:
+                    pass
+            if index in position:
+                report({"cell": position[index], "entry": entry})
         stopped = box.stopped if box.stopped != "done" else None
         output = bytes(box.output[:4000]).decode(errors="replace")
+    graded = [entry for entry in planned if entry is not None]
     if box.note:
         notes.append(box.note)
     if interrupted:
@@ -411,5 +616,6 @@ def evaluate(
         "notes": notes,
         "stopped": stopped,
         "output": output,
+        "review": review,
         "seconds": round(time.monotonic() - started, 3),
     }
