@@ -24,6 +24,7 @@ For instructors (see the instructor guide in the book; `--help` after each job):
     python3 tasks.py export                  # grades.csv and grades-wide.csv, manual marks too
     python3 tasks.py feedback                # feedback files again, with your comments
     python3 tasks.py report                  # report.html: how the class did, similar answers
+    python3 tasks.py review                  # answers held for review; --accept gives points
 
 Only the standard library is used here, so a fresh machine with Python 3.11 is enough.
 """
@@ -389,7 +390,7 @@ def command_line() -> argparse.ArgumentParser:
         "arguments go to `jupyter lab`, e.g. --no-browser --port 8890.",
     )
     options = labtools_options()  # declared once, by labtools (standard library only)
-    for name in ("grade", "formgrader", "export", "feedback", "report"):
+    for name in ("grade", "formgrader", "export", "feedback", "report", "review"):
         options.add_options(name, jobs.add_parser(name, help=options.JOBS[name]))
     return parser
 
@@ -446,7 +447,7 @@ def main(argv: list[str] | None = None) -> None:
                     binder.wait()
         elif job == "labs":
             labtools("release")  # exits with its code
-        elif job in ("grade", "formgrader", "export", "feedback", "report"):
+        elif job in ("grade", "formgrader", "export", "feedback", "report", "review"):
             if job == "grade":
                 check_grade_arguments(args)
             # the same arguments, as given: labtools declares and reads them (labtools.options)

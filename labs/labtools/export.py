@@ -36,20 +36,25 @@ def export(course) -> dict[str, Path]:
             for lab in labs:
                 row = {"student": student, "lab": lab, "automatic": 0.0, "manual": 0.0}
                 row.update(total=0.0, max_score=maxima[lab], status=Status.MISSING.value)
+                row["review"] = ""
                 result = courses.result_path(course, student, lab)
-                digest = ""
+                digest, kept = "", None
                 if result.exists():
                     kept = read_row(result)
                     row["status"], digest = kept.text, kept.digest
+                    row["review"] = "; ".join(kept.reasons())
                 if Status.of(row["status"]) is Status.GRADED:
                     try:
                         notebook = gb.find_submission_notebook(lab, lab, student)
                     except MissingEntry:
                         notebook = None
-                    waiting = 0.0
+                    waiting, held = 0.0, 0.0
+                    tests = kept.tests or {}
                     for grade in notebook.grades if notebook else []:
                         if grade.manual_score is not None:
                             row["manual"] += grade.manual_score
+                        elif tests.get(grade.name, {}).get("held"):
+                            held += tests[grade.name]["score"]
                         elif grade.auto_score is not None:
                             row["automatic"] += grade.auto_score
                         else:
@@ -57,9 +62,15 @@ def export(course) -> dict[str, Path]:
                     row["total"] = row["automatic"] + row["manual"]
                     if waiting:
                         row["status"] += f"; {waiting:g} points wait for manual grading"
+                    if kept.held:
+                        row["status"] += (
+                            f"; {held:g} automatic points held for review (see the column "
+                            "review; `tasks.py review` to accept them)"
+                        )
                 row.update(late.adjust(row, policy, times.of(student, lab, digest)))
                 rows.append(row)
     fields = ["student", "lab", "automatic", "manual", "total", "max_score", *late.COLUMNS]
+    fields.append("review")
     long_csv, wide_csv = course / "grades.csv", course / "grades-wide.csv"
     with open(long_csv, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=fields)

@@ -228,8 +228,11 @@ class Row:
     digest: str
     status: Status
     detail: str = ""  # the rest of the status's text: "; notes", ": why", ...
-    tests: dict | None = None  # {grade id: {"score", "points", "message"}} once graded
+    tests: dict | None = None  # {grade id: {"score", "points", "message"[, "held"]}}
     seconds: float | None = None
+    # what the rules name in the student's cells (perceptrons.handin): [{"cell", "line",
+    # "what", "held", "exercise"}]; a held exercise's automatic points wait for the instructor
+    review: list | None = None
 
     @property
     def text(self) -> str:
@@ -252,10 +255,24 @@ class Row:
             data["tests"] = self.tests
         if self.seconds is not None:
             data["seconds"] = self.seconds
+        if self.review:
+            data["review"] = self.review
         return data
 
     @classmethod
     def from_json(cls, data: dict) -> Row:
         row = cls.of(data["student"], data["lab"], data.get("digest", ""), data["status"])
         row.tests, row.seconds = data.get("tests"), data.get("seconds")
+        row.review = data.get("review") or None
         return row
+
+    @property
+    def held(self) -> list[str]:
+        """The test cells whose automatic points wait for the instructor's review."""
+        return sorted(gid for gid, verdict in (self.tests or {}).items() if verdict.get("held"))
+
+    def reasons(self) -> list[str]:
+        """Why its answers are held, one line each ('ex2-code, line 3: uses ...')."""
+        return [
+            f"{f['cell']}, line {f['line']}: {f['what']}" for f in self.review or [] if f["held"]
+        ]
