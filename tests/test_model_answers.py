@@ -64,3 +64,24 @@ def test_lab7_ex4_hidden_test_meets_a_tie(tie, passes):
     else:
         with pytest.raises(AssertionError, match=r"w = \(0, 1, 0\)"):
             exec(hidden, ns)
+
+
+def test_lab1_ex3_stops_after_an_epoch_without_a_mistake_not_when_w_comes_back():
+    """Review A, L5: the exercise says "until an epoch without a mistake". On XOR the
+    weights at the end of epochs 2 and 3 are equal although every epoch has mistakes, so a
+    model answer that stops when w is unchanged stopped after 3 epochs; counting mistakes,
+    it runs all `max_epochs` (and returns the same w as P.pt)."""
+    ns: dict = {}
+    exec(cells("lab1_perceptron", "setup", "ex1-code", "ex3-code"), ns)
+    step, calls = ns["pt_step"], []
+    ns["pt_step"] = lambda *args: calls.append(args) or step(*args)
+    X_xor, c_xor = (
+        np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]]),
+        np.array([0, 1, 1, 0]),
+    )
+    w = ns["train"](X_xor, c_xor, 1.0, 10)
+    assert len(calls) == 4 * 10
+    np.testing.assert_array_equal(w, P.pt(X_xor, c_xor, max_epochs=10, warn=False).w)
+    calls.clear()  # AND: PT's epochs, the last one without a mistake
+    ns["train"](X_xor, np.array([0, 0, 0, 1]), 1.0, 100)
+    assert len(calls) == 4 * P.pt(X_xor, np.array([0, 0, 0, 1])).iterations
