@@ -38,6 +38,46 @@ def test_lab2_ex3_quotes_how_far_the_realised_margin_exceeds_the_requested_one()
     assert "median " + ", ".join(quoted) + " over the 20 seeds" in text
 
 
+def least_gain_order(X, c, w_star) -> int:
+    """Updates PT makes from w = 0 with η = 1 when each update takes, among the
+    misclassified examples, the one with the smallest s·w*ᵀx: an order chosen against the
+    proof's first inequality."""
+    z = (2 * np.asarray(c) - 1)[:, None] * P.augment(X)
+    w, updates = np.zeros(z.shape[1]), 0
+    while (wrong := np.flatnonzero(z @ w <= 0)).size:
+        w, updates = w + z[wrong[np.argmin(z[wrong] @ w_star)]], updates + 1
+    return updates
+
+
+def test_lab2_ex4_quotes_the_slack_of_the_proof_and_the_adversarial_order():
+    """Review A, L2: the rubric's main reason, with the numbers it quotes, over the 40 data
+    sets that the exercise's plot draws."""
+    gains, added, shrink, cyclic, against = [], [], [], [], []
+    for margin in (0.02, 0.05, 0.1, 0.2):
+        for seed in range(10):
+            X, c, w_star = P.separable(100, p=2, margin=margin, rng=seed)
+            run = P.pt(X, c, max_epochs=10_000)
+            bound = P.convergence_bound(X, c, w_star)
+            gain = w_star @ run.w / (run.mistakes * P.margin(X, c, w_star))  # G, in γ
+            growth = run.w @ run.w / (run.mistakes * P.radius(X) ** 2)  # A, in r²
+            assert run.mistakes <= bound * growth / gain**2 * (1 + 1e-12)  # the sharper bound
+            gains.append(gain)
+            added.append(growth)
+            shrink.append(growth / gain**2)
+            cyclic.append(run.mistakes / bound)
+            against.append(least_gain_order(X, c, w_star) / bound)
+    assert max(against) < 1 and min(gains) > 1 > max(added)
+    text = " ".join(model_answer("lab2_convergence", "ex4-answer").split())
+    for quoted in (
+        f"a median of {np.median(gains):.1f}γ along w* and adds {np.median(added):.2f}r²",
+        f"A/G² has a median of {np.median(shrink):.3f}",
+        f"PT made a median of {np.median(cyclic):.3f} of the bound",
+        f"makes at most {max(against):.0%} of the bound".replace("%", " %"),
+        f"(cyclic order: at most {max(cyclic):.0%})".replace("%", " %"),
+    ):
+        assert quoted in text, quoted
+
+
 def cells(lab: str, *grade_ids: str) -> str:
     """The instructor's code of these cells (hidden tests included), one after another."""
     nb = json.loads((ROOT / "labs" / "source" / lab / f"{lab}.ipynb").read_text())
