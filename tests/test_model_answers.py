@@ -2,6 +2,7 @@
 quote, computed again: a model answer cannot glue a number, so each one it quotes is
 checked here against the run it describes."""
 
+import inspect
 import json
 
 import numpy as np
@@ -125,3 +126,86 @@ def test_lab1_ex3_stops_after_an_epoch_without_a_mistake_not_when_w_comes_back()
     calls.clear()  # AND: PT's epochs, the last one without a mistake
     ns["train"](X_xor, np.array([0, 0, 0, 1]), 1.0, 100)
     assert len(calls) == 4 * P.pt(X_xor, np.array([0, 0, 0, 1])).iterations
+
+
+def test_lab5_ex3_compares_the_separable_run_with_the_one_that_stops():
+    """Review B, L2: the hand-graded cell asks both parts; the model answer quotes the
+    separable runs the cell prints and the overlapping run that stops at its tolerance."""
+    X_sep, c_sep, _ = P.separable(50, rng=1)  # as ex3-verify
+    runs = [
+        P.logistic_regression(X_sep, c_sep, eta=0.1, steps=s, warn=False)
+        for s in (200, 2000, 20000)
+    ]
+    X, c = P.blobs(n=100, p=2, distance=2.5, rng=np.random.default_rng(0))  # as the set-up
+    overlap = [P.logistic_regression(X, c, eta=0.05, steps=s, warn=False) for s in (2000, 20000)]
+    assert overlap[0].converged and overlap[0].iterations == overlap[1].iterations < 2000
+    norm = np.linalg.norm(overlap[0].w)
+    assert norm == np.linalg.norm(overlap[1].w)
+    tol = inspect.signature(P.logistic_regression).parameters["tol"].default
+    text = " ".join(model_answer("lab5_logistic", "ex3-answer").split())
+    norms = ", ".join(f"{np.linalg.norm(r.w):.2f}" for r in runs)
+    ells = ", ".join(f"{-r.loss[-1]:.3g}".replace("-", "−") for r in runs)
+    for quoted in (
+        f"= {norms} and $\\ell$ = {ells} after 200, 2000, 20000 steps",
+        f"after {overlap[0].iterations} steps and stops there",
+        f"the same $\\lVert\\mathbf{{w}}\\rVert$ = {norm:.4f}",
+        f"$\\lVert\\nabla\\ell\\rVert \\le 10^{{{np.log10(tol):.0f}}}$",
+    ):
+        assert quoted in text, quoted
+    assert all(not r.converged for r in runs) and np.all(np.diff([-r.loss[-1] for r in runs]) > 0)
+
+
+def test_lab5_ex1_says_why_the_sigmoid_of_minus_1000_is_exactly_zero():
+    """Review B, L5: σ(−1000) = 1/(1 + e¹⁰⁰⁰) is below the smallest positive float64."""
+    import math
+
+    def sci(log10):  # "5\\cdot10^{-435}" for a number given by its base-10 logarithm
+        exponent = math.floor(log10)
+        return f"{round(10 ** (log10 - exponent))}\\cdot10^{{{exponent}}}"
+
+    log_sigma = -1000 / math.log(10) - math.log10(1 + math.exp(-1000))
+    tiny = float(np.nextafter(0.0, 1.0))
+    assert 1 / (1 + math.exp(700)) > 0 and tiny / 2 == 0.0  # what the float nearest is
+    text = " ".join(cells("lab5_logistic", "ex1-text").split())
+    assert f"\\approx {sci(log_sigma)}$ lies far below" in text
+    assert f"positive float64, about ${sci(math.log10(tiny))}$" in text
+
+
+def test_the_gradient_exercises_grade_a_derivation_by_hand():
+    """Issue 38, item 4, and review A, W1: Lab 3 ex 1 and Lab 5 ex 2 give a hand-graded
+    derivation part of their points, keep their value checks, and no longer claim that
+    finite differences are not exact enough (for Lab 3's quadratic they are, up to
+    rounding)."""
+    for lab, ex in (("lab3_delta_rule", "ex1"), ("lab5_logistic", "ex2")):
+        nb = json.loads((ROOT / "labs" / "source" / lab / f"{lab}.ipynb").read_text())
+        graded = {
+            c["metadata"]["nbgrader"]["grade_id"]: c
+            for c in nb["cells"]
+            if c["metadata"].get("nbgrader", {}).get("grade")
+            and c["metadata"]["nbgrader"]["grade_id"].startswith(f"{ex}-")
+        }
+        derivation = graded[f"{ex}-derivation"]
+        assert derivation["cell_type"] == "markdown"
+        assert derivation["metadata"]["nbgrader"]["solution"]
+        assert "Rubric" in "".join(derivation["source"])
+        points = {gid: c["metadata"]["nbgrader"]["points"] for gid, c in graded.items()}
+        assert points[f"{ex}-derivation"] == 1 and sum(points.values()) == 3, points
+        assert any(c["cell_type"] == "code" for c in graded.values())  # values still checked
+        everything = json.dumps(nb)
+        for claim in ("not exact enough", "lose digits", "not differenced"):
+            assert claim not in everything, f"{lab}: {claim}"
+
+
+def test_quadratic_central_differences_are_exact_but_for_rounding():
+    """What the Lab 3 text no longer denies: at ‖w‖ = 300 on the lab's data, central
+    differences of Err with a large step meet the hidden test's rtol of 1e-9."""
+    X, c = P.blobs(n=60, p=2, distance=2.5, rng=np.random.default_rng(0))  # Lab 3's data
+    w = 300 * np.array([0.6, -0.48, 0.64])
+    for h in (1.0, 100.0):
+        numeric = np.array(
+            [
+                (P.sq_error(w + h * e, X, c) - P.sq_error(w - h * e, X, c)) / (2 * h)
+                for e in np.eye(3)
+            ]
+        )
+        np.testing.assert_allclose(numeric, P.sq_error_grad(w, X, c), rtol=1e-9, atol=1e-9)
