@@ -43,7 +43,9 @@ def stub_message(source_cell: dict, allow: tuple[str, ...] = ()) -> str:
             rule += "; if it uses " + " or ".join(forbid) + " it is held for the instructor"
         return f"Student exercise: write the body of `{funcs[-1]}` (see its docstring); {rule}."
     solution = text.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
-    names = re.findall(r"^(\w+)\s*=", solution, flags=re.M)
+    # `a = ...` and `a, b = ...` (each name of a tuple), not `a == b`
+    targets = re.findall(r"^(\w+(?:\s*,\s*\w+)*)\s*,?\s*=(?!=)", solution, flags=re.M)
+    names = [name.strip() for target in targets for name in target.split(",")]
     if names:
         return "Student exercise: set " + ", ".join(f"`{n}`" for n in names) + "."
     return "Student exercise: replace this line with your code."
