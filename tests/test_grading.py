@@ -530,7 +530,7 @@ def plant(submitted: Path, others: Path, course: Path, port: int) -> dict:
     expected = {}
     for name, entry in expected_scores().items():
         hand_in_plant(name, submitted, others, values)
-        expected[name] = entry["score"]
+        expected[name] = (entry["score"], entry.get("held", 0))
     return expected
 
 
@@ -541,8 +541,9 @@ def test_every_plant_has_its_score_and_every_score_its_plant():
     assert len(files) >= 36
     known = {"SECRETS", "WRITABLE", "PORT", "PROCESS_LIMIT"}
     for name, entry in table.items():
-        assert set(entry) == {"score", "why"} and entry["why"].strip(), name
+        assert set(entry) - {"held"} == {"score", "why"} and entry["why"].strip(), name
         assert type(entry["score"]) is int and 0 <= entry["score"] <= 7, name  # 7 automatic
+        assert 0 <= entry.get("held", 0) <= entry["score"], name  # held: of those earned
         assert set(plant_cells(name)) <= {"ex1-code", "ex2-code", "ex3-code", "ex4-answer",
                                           "ex5-code"}, name  # fmt: skip
         for _, _, text in plant_sections(name):
@@ -639,14 +640,36 @@ def rows_of(course):
 
 
 def test_every_planted_submission_gets_its_exact_score(graded):
+    """Each plant earns its exact automatic score, and holds its exact part of it for the
+    instructor's review: grades.csv gives what is not held (and says what is)."""
     rows = {r["student"]: r for r in rows_of(graded["course"]) if r["lab"] == LAB}
-    scores = {student: float(row["automatic"]) for student, row in rows.items()}
+    results = {row.student: row for row in graded["summary"]["graded"]}
+    found = {}
+    for student, row in results.items():
+        tests = row.tests or {}
+        earned = sum(v["score"] for v in tests.values())
+        held = sum(v["score"] for v in tests.values() if v.get("held"))
+        found[student] = (earned, held)
     wrong = {
-        s: (scores.get(s), e, rows.get(s, {}).get("status"))
+        s: (found.get(s), e, rows.get(s, {}).get("status"), rows.get(s, {}).get("review"))
         for s, e in graded["expected"].items()
-        if scores.get(s) != e
+        if found.get(s, (0, 0)) != (float(e[0]), float(e[1]))
+        or float(rows.get(s, {}).get("automatic", 0)) != e[0] - e[1]
     }
     assert not wrong, wrong
+
+
+def test_no_hidden_test_input_reaches_what_the_student_sees(graded):
+    """The plant hidden_leak records the size of every x its pt_step is given and prints them
+    in a cell added at the end: the hidden test's calls (x of 4 numbers) come after the last
+    cell, on a copy of the notebook, so the graded notebook and the feedback page show only
+    the visible calls' (3). Round-5 red team, finding 5."""
+    course = graded["course"]
+    autograded = (course / "autograded" / "hidden_leak" / LAB / f"{LAB}.ipynb").read_text()
+    feedback = (course / "feedback" / "hidden_leak" / LAB / f"{LAB}.html").read_text()
+    for shown in (autograded, feedback):
+        assert "SIZES SEEN: [3]" in shown
+        assert "SIZES SEEN: [3, 4]" not in shown
 
 
 def test_the_warm_and_the_cold_start_give_every_planted_submission_the_same_scores(graded):
@@ -764,8 +787,9 @@ def test_gradebook_feedback_and_autograded_notebooks_agree(graded):
     course = graded["course"]
     with Gradebook(courses.db_url(course)) as gb:
         for student in ("correct", "wrong", "hog"):
+            expected = graded["expected"][student][0]  # (none of these is held)
             submission = gb.find_submission(LAB, student)
-            assert submission.score == graded["expected"][student]
+            assert submission.score == expected
             autograded = json.loads(
                 (course / "autograded" / student / LAB / f"{LAB}.ipynb").read_text()
             )
@@ -773,9 +797,9 @@ def test_gradebook_feedback_and_autograded_notebooks_agree(graded):
 
             nb = nbformat.from_dict(autograded)
             auto = sum(utils.determine_grade(c)[0] or 0 for c in nb.cells if utils.is_grade(c))
-            assert auto == graded["expected"][student]
+            assert auto == expected
             html = (course / "feedback" / student / LAB / f"{LAB}.html").read_text()
-            assert f"{graded['expected'][student]:g} / 11" in html.replace(".0 /", " /")
+            assert f"{expected:g} / 11" in html.replace(".0 /", " /")
 
 
 def test_a_second_run_grades_only_what_is_new_and_regrade_keeps_manual_scores(graded, tmp_path):

@@ -33,14 +33,15 @@ def stub_message(source_cell: dict, allow: tuple[str, ...] = ()) -> str:
     if funcs:
         may = " and ".join(", ".join(f"P.{n}" for n in allow).rsplit(", ", 1))
         rule = (
-            f"it may call {may} and no other function of the package"
+            f"of the package's algorithms it may call only {may}"
             if allow
-            else "it may call no function of the package"
+            else "it may call none of the package's algorithms"
         )
-        rule += " (the Rules above), and nothing of scipy or scikit-learn"
+        rule += " (the Rules above); scipy and scikit-learn are not there when it is graded"
         forbid = grading.get("forbid", [])
         if forbid:
-            rule += "; if it uses " + " or ".join(forbid) + " it is held for the instructor"
+            named = " or ".join(forbid)
+            rule += f"; if it uses {named}, its points wait for the instructor's review"
         return f"Student exercise: write the body of `{funcs[-1]}` (see its docstring); {rule}."
     solution = text.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
     # `a = ...` and `a, b = ...` (each name of a tuple), not `a == b`

@@ -203,6 +203,15 @@ SAFE_ERRORS = frozenset(
 )
 
 
+def _masked(words: str) -> str:
+    """A check's description without the numbers in it (a hidden test's inputs may be
+    among them): '[…]' for a bracketed list, '…' for a number."""
+    import re
+
+    words = re.sub(r"\[[^\]]*\]", "[…]", words[:300])
+    return re.sub(r"(?<![\w.])-?\d+(?:\.\d*)?(?:e[+-]?\d+)?", "…", words)
+
+
 def hidden_message(failure: BaseException) -> str:
     """A hidden test's failure as the student may read it: what the check compared, in the
     instructor's words, and which kind of thing went wrong; never a value, an input or text
@@ -211,7 +220,7 @@ def hidden_message(failure: BaseException) -> str:
     from perceptrons.testing import NotSame
 
     if isinstance(failure, NotSame):
-        return f"{failure.what}: not what was expected (a hidden test)"
+        return f"{_masked(failure.what)}: not what was expected (a hidden test)"
     if isinstance(failure, StudentCodeError):
         text = str(failure)
         name = text.split(" ", 1)[0]
@@ -399,10 +408,10 @@ def kept(cell: notebook.Cell, sources: SourceBudget) -> dict:
     return entry
 
 
-def _run_test(cell, entry, ours: dict, box: Sandbox, budget: OutputBudget, limits, *, hidden):
+def _run_test(cell, entry, ours: dict, box, budget: OutputBudget, limits, *, hidden):
     """Run a test cell (or a locked cell) here, in ``ours``; its verdict into ``entry``."""
     label = f"cell {cell.grade_id or '(no id)'}"
-    left = box.deadline - time.monotonic()
+    left = (box.deadline if box is not None else float("inf")) - time.monotonic()
     out = io.StringIO()
     needed = notebook.used_names(cell.source)
     missing = [v for k, v in ours.items() if k in needed and isinstance(v, Unavailable)]
@@ -440,16 +449,59 @@ def _run_test(cell, entry, ours: dict, box: Sandbox, budget: OutputBudget, limit
             entry["hidden"] = True
 
 
+def _replay(left, cells, stop_at: int, why: str, limits, budget, sandbox_args, zygote) -> None:
+    """Grade the hidden tests in ``left``, whose copy of the notebook was not there (the
+    notebook's process stopped, or its own code ended the copy), in a second run of the
+    cells before them, in order, as a kernel would: each test where its cell stands. The
+    cell during which the first run stopped (``stop_at``) and those after it do not run
+    again, and a test after it is not graded (``why``). Nothing of this run is kept but the
+    tests' verdicts: not its output, not what the tests' calls left in it."""
+    replayable = "notebook_seconds" not in why  # its time is up: no second run either
+    todo = {item[0]: item for item in left if item[0] <= stop_at and replayable}
+    for index, cell, entry, namespace, _ in left:
+        if index not in todo:
+            gone = {
+                k: Unavailable(k, f"could not be graded: {why}")
+                for k, v in namespace.items()
+                if isinstance(v, StudentFunction)
+            }
+            _run_test(cell, entry, {**namespace, **gone}, None, budget, limits, hidden=True)
+    if not todo:
+        return
+    again = Sandbox(limits, zygote=zygote, **sandbox_args)
+    with again:
+        again.output_kept = 0
+        for index in range(max(todo) + 1):
+            if index in todo:
+                _, cell, entry, namespace, _ = todo[index]
+                for value in namespace.values():
+                    if isinstance(value, StudentFunction):
+                        value.box = again
+                _run_test(cell, entry, namespace, again, budget, limits, hidden=True)
+            sandbox_part = cells[index].sandbox
+            if sandbox_part and index < stop_at and again.stopped is None:
+                try:
+                    again.request(
+                        wire.Run(sandbox_part), callback=callbacks(again, {}, graded=False)
+                    )
+                except SandboxError:
+                    pass
+
+
 def _review(cells: list[notebook.Cell], source_nb: dict) -> list[dict]:
     """What the rules name in the student's cells (:func:`perceptrons.handin.review_cells`):
     each finding as plain data. An added cell is named by its place among the cells."""
     from perceptrons import handin
 
+    lab_own = set()  # the lab's own cells, which a notebook that lost its metadata keeps
+    for cell in source_nb["cells"]:  # as cells of its own
+        if cell["cell_type"] == "code" and not notebook.is_answer(cell):
+            lab_own |= {notebook.text(cell).strip(), notebook.visible(cell).strip()}
     theirs = []
     for number, cell in enumerate(cells, start=1):
         if cell.role == "answer":
             theirs.append((cell.grade_id, handin.exercise_of(cell.grade_id), cell.source))
-        elif cell.role == "extra":
+        elif cell.role == "extra" and cell.source.strip() not in lab_own:
             theirs.append((f"cell {number} (added)", None, cell.source))
     try:
         found = handin.review_cells(theirs, handin.rules(source_nb))
@@ -533,9 +585,12 @@ def evaluate(
     if package is None and zygote is None:
         package = closed.package_for(closed.lab_allow(source_nb))
     box = Sandbox(limits, package=package, unsafe=unsafe, mpl_cache=mpl_cache, zygote=zygote)
+    stop_at = len(cells)  # the cell during which the sandbox stopped, if it did
     with box, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for index, (cell, entry) in enumerate(zip(cells, planned, strict=True)):
+            if box.stopped is not None and stop_at == len(cells):
+                stop_at = index - 1  # (it stopped during the cell before: that one ran last)
             kept_cell = entry is not None  # else an added cell left out of the graded notebook
             entry = entry if kept_cell else {"outputs": []}
             hidden = cell.role == "test" and notebook.visible({"source": cell.source}).strip() != (
@@ -591,35 +646,38 @@ def evaluate(
                 )
             if kept_cell and not (cell.role == "test" and hidden):
                 report({"cell": position[index], "entry": entry})
+        if box.stopped is not None and stop_at == len(cells):
+            stop_at = len(cells) - 1
         # the hidden tests: every cell of the notebook has run, and nothing the sandbox
         # prints from now on is kept
         box.output_kept = len(box.output)
-        for index, cell, entry, namespace, copy in deferred:
+        left = []  # the hidden tests whose copy of the notebook was not there
+        for item in deferred:
+            index, cell, entry, namespace, copy = item
             resumed = False
             if copy is not None and box.stopped is None:
                 try:
-                    box.request(wire.Resume(copy))
-                    resumed = True
+                    resumed = box.request(wire.Resume(copy)).error is None
                 except SandboxError:
                     pass
             if not resumed:
-                why = box.stopped or "its copy of the notebook could not be made"
-                namespace = {
-                    k: (
-                        Unavailable(k, f"could not be graded: {why}")
-                        if isinstance(v, StudentFunction)
-                        else v
-                    )
-                    for k, v in namespace.items()
-                }
+                left.append(item)
+                continue
             _run_test(cell, entry, namespace, box, budget, limits, hidden=True)
-            if resumed and box.stopped is None:
+            if box.stopped is None:
                 try:
                     box.request(wire.Release())
                 except SandboxError:
                     pass
             if index in position:
                 report({"cell": position[index], "entry": entry})
+        if left:  # graded in a second run of the cells before them (see _replay)
+            sandbox_args = {"package": package, "unsafe": unsafe, "mpl_cache": mpl_cache}
+            why = box.stopped or "its copy of the notebook was gone"
+            _replay(left, cells, stop_at, why, limits, budget, sandbox_args, zygote)
+            for index, _, entry, _, _ in left:
+                if index in position:
+                    report({"cell": position[index], "entry": entry})
         stopped = box.stopped if box.stopped != "done" else None
         output = bytes(box.output[:4000]).decode(errors="replace")
     graded = [entry for entry in planned if entry is not None]

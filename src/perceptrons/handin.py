@@ -437,23 +437,42 @@ class _Reader(ast.NodeVisitor):
 
 
 def _forbidden_uses(tree: ast.AST, names: dict[str, str], forbid: tuple[str, ...]):
-    """(line, name) for each use of a forbidden function: by its dotted name through an
-    import, or by its own name anywhere (an alias such as ``la.lstsq`` included)."""
+    """(line, what) for each use of a forbidden function: by its dotted name through an
+    import, by its own name anywhere (an alias such as ``la.lstsq``, or another library's
+    function of that name), or by that name given to ``getattr``."""
     last = {name.rsplit(".", 1)[-1]: name for name in forbid}
     uses = []
+
+    def note(line: int, dotted: str | None, short: str) -> None:
+        if dotted in forbid or short in last:
+            uses.append((line, dotted if dotted and dotted.endswith("." + short) else last[short]))
+
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute | ast.Name):
-            dotted = _dotted(node, names) if isinstance(node, ast.Attribute) else None
-            ident = node.attr if isinstance(node, ast.Attribute) else node.id
-            if dotted in forbid:
-                uses.append((node.lineno, dotted))
-            elif ident in last:
-                uses.append((node.lineno, last[ident]))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            for short, name in last.items():
-                if re.search(rf"\b{re.escape(short)}\b", node.value):
-                    uses.append((node.lineno, name))
+        if isinstance(node, ast.Attribute):
+            note(node.lineno, _dotted(node, names), node.attr)
+        elif isinstance(node, ast.Name):
+            dotted = names.get(node.id)
+            note(node.lineno, dotted, dotted.rsplit(".", 1)[-1] if dotted else node.id)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                note(node.lineno, f"{node.module}.{alias.name}", alias.name)
+        elif isinstance(node, ast.Call) and node.args:  # getattr(np.linalg, "lstsq"), ...
+            called = _called(node)
+            for arg in node.args[1:2] if called in BY_NAME else node.args[:1]:
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    for part in re.split(r"\W+", arg.value):
+                        if part in last and called in (*BY_NAME, *BY_NAME_HELPERS):
+                            uses.append((node.lineno, last[part]))
     return sorted(set(uses))
+
+
+def _called(node: ast.Call) -> str | None:
+    """The name a call calls ('getattr' for ``getattr(...)``, 'attrgetter' for
+    ``operator.attrgetter(...)``)."""
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else None
 
 
 def _functions(trees: dict[str, ast.Module]) -> dict[str, tuple[str, ast.AST]]:
@@ -623,30 +642,43 @@ def _exports() -> dict[str, str]:
 # --- the student's check -----------------------------------------------------------------
 
 
-def check(path: str | Path | None = None) -> list[Finding]:
-    """Print what the rules name in the saved notebook ``path`` (by default the notebook
-    this kernel was started for, where JupyterLab says which); returns the findings."""
+def _saved(path, lab: str | None) -> Path | None:
+    """The saved notebook to check: ``path``; else the one this kernel was started for
+    (JupyterLab says which: ``JPY_SESSION_NAME``); else ``lab``.ipynb here."""
     import os
 
-    if path is None:
-        path = os.environ.get("JPY_SESSION_NAME")
-    if path is None or not Path(path).is_file():
+    tried = [path] if path else []
+    session = os.environ.get("JPY_SESSION_NAME")
+    if not path and session:
+        tried += [session, Path(session).name]
+    if not path and lab:
+        tried.append(f"{lab}.ipynb")
+    for candidate in tried:
+        if Path(candidate).is_file():
+            return Path(candidate)
+    return None
+
+
+def check(path: str | Path | None = None, *, lab: str | None = None) -> list[Finding]:
+    """Print what the rules name in a saved notebook (``path``; by default the notebook this
+    kernel runs, else ``lab``.ipynb in this folder); returns the findings."""
+    found = _saved(path, lab)
+    if found is None:
         print(
-            f"No saved notebook to check ({path or 'no name given'}): save the notebook and "
-            "give its file name, e.g. handin.check('lab1_perceptron.ipynb')."
+            f"No saved notebook to check ({path or (lab and lab + '.ipynb') or 'none given'}): "
+            "save the notebook, or give its file name, e.g. handin.check('lab1_perceptron.ipynb')."
         )
         return []
     try:
-        nb = json.loads(Path(path).read_text(encoding="utf-8"))
+        nb = json.loads(found.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
-        print(f"{path} could not be read as a notebook ({type(err).__name__}): save it again.")
+        print(f"{found} could not be read as a notebook ({type(err).__name__}): save it again.")
         return []
     findings = review(nb)
-    name = Path(path).name
     if not findings:
-        print(f"{name} (as last saved): nothing the grading rules refuse or hold.")
+        print(f"{found.name} (as last saved): nothing the grading rules refuse or hold.")
         return findings
-    print(f"{name} (as last saved): {len(findings)} thing(s) to look at before you hand in:")
+    print(f"{found.name} (as last saved): {len(findings)} thing(s) to look at before you hand in:")
     for finding in findings:
         print(f"- {finding}")
     print(

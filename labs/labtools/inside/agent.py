@@ -323,6 +323,13 @@ class Agent:
             return wire.Answer(error=f"no copy {number} of the notebook")
         pid, wake = self.checkpoints[number]
         self.checkpoints[number] = (pid, -1)
+        try:
+            gone = os.waitpid(pid, os.WNOHANG) != (0, 0)
+        except ChildProcessError:
+            gone = True
+        if gone:  # ended by the notebook's own code
+            os.close(wake)
+            return wire.Answer(error=f"copy {number} of the notebook has gone")
         self.serving = pid
         try:
             os.write(wake, nonce.encode()[:32].ljust(32, b"0"))
