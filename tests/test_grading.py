@@ -155,7 +155,8 @@ def test_student_versions_hold_no_solutions_and_say_what_to_write():
         assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text
         code = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
         stubs = code.count("raise NotImplementedError(")
-        assert stubs >= 3 and stubs == code.count("raise NotImplementedError('Student exercise: ")
+        said = sum(code.count(f"raise NotImplementedError({q}Student exercise: ") for q in "'\"")
+        assert stubs >= 3 and stubs == said
 
 
 def test_every_lab_rule_can_be_applied_and_every_reference_exists():
@@ -708,8 +709,12 @@ def test_statuses_tell_the_instructor_what_happened(graded):
     assert "more than 8 MB of output" in status["outflood"]
     assert "not an answer to the grader's channel" in status["forger"]
     tests = json.loads((graded["course"] / "results" / "always" / f"{LAB}.json").read_text())
-    assert "not plain data" in tests["tests"]["ex2-tests"]["message"]
-    assert "AlwaysArray" in tests["tests"]["ex3-visible"]["message"]
+    # only the values cross, not the subclasses' ==: a 0 that claims to equal everything is 0
+    assert (
+        "predicted_updates (count every update) is 0.0; expected 10.0"
+        in (tests["tests"]["ex2-tests"]["message"])
+    )
+    assert "compared with P.pt on AND differs" in tests["tests"]["ex3-visible"]["message"]
 
     def message(student, test):
         results = graded["course"] / "results" / student / f"{LAB}.json"
@@ -733,7 +738,7 @@ def test_statuses_tell_the_instructor_what_happened(graded):
     assert "My answer." in "".join(answer["source"])
     assert not runnable(as_formgrader_shows("".join(answer["source"])))
     package = json.loads((graded["course"] / "results" / "package" / f"{LAB}.json").read_text())
-    assert "asks you to write it yourself" in package["tests"]["ex3-visible"]["message"]
+    assert "P.pt is closed in this lab" in package["tests"]["ex3-visible"]["message"]
     loops = json.loads((graded["course"] / "results" / "loops" / f"{LAB}.json").read_text())
     assert "interrupted" in loops["tests"]["ex1-visible"]["message"]
 

@@ -7,8 +7,8 @@ the sandbox (:func:`labtools.verdicts.evaluate`), and rendering the written answ
 test can run long inside numpy or LAPACK on an answer's values, where no signal reaches
 it, and a notebook can be built to make its rendering slow; so none of it runs in the
 worker itself. :func:`judge` runs it in a fresh child process whose address space is
-limited (``RLIMIT_AS``: ``grader_memory``) and which the worker kills
-``grader_seconds`` after ``notebook_seconds``, counted from its start (both limits of
+limited (``RLIMIT_AS``: ``grader_memory``) and which the worker kills ``grader_seconds``
+after ``notebook_seconds`` and ``tests_seconds``, counted from its start (limits of
 :class:`labtools.sandbox.Limits`). The child
 reports each cell as it is graded, so a child that is killed or runs out of memory still
 leaves the verdicts it reached; the cells it did not reach score 0, with the reason.
@@ -174,7 +174,7 @@ def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
 
     limits = Limits(**task.limits)
     started = time.monotonic()
-    deadline = started + limits.notebook_seconds + limits.grader_seconds
+    deadline = started + limits.notebook_seconds + limits.tests_seconds + limits.grader_seconds
     plan, unreadable = None, None
     reports: dict = {"cells": {}, "done": None, "stopped": None, "failed": None, "peak": None}
     try:
@@ -206,8 +206,8 @@ def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
     except TimeoutError:
         reports["stopped"] = (
             "the grader's side of this notebook ran past its time limit "
-            f"(notebook_seconds = {limits.notebook_seconds:g} s "
-            f"+ grader_seconds = {limits.grader_seconds:g} s)"
+            f"(notebook_seconds = {limits.notebook_seconds:g} s + tests_seconds = "
+            f"{limits.tests_seconds:g} s + grader_seconds = {limits.grader_seconds:g} s)"
         )
     except (EOFError, OSError, ValueError, KeyError):
         reports["stopped"] = (

@@ -88,7 +88,8 @@ class Limits:
     output: int = 16 * 2**20  # bytes written straight to stdout/stderr before it is stopped
     open_files: int = 256
     # the grader's side
-    notebook_seconds: float = 600.0  # wall clock for the whole notebook, tests included
+    notebook_seconds: float = 600.0  # wall clock for the notebook's cells, visible tests included
+    tests_seconds: float = 120.0  # wall clock for its hidden tests, after its last cell
     message: int = 16 * 2**20  # bytes of one answer from the sandbox
     items: int = wire.MAX_ITEMS  # items (list items, dict entries, numbers) in one answer
     depth: int = wire.MAX_DEPTH  # nesting of one answer
@@ -99,7 +100,7 @@ class Limits:
     cell_source: int = 100_000  # characters of a student's cell kept in the graded notebook
     notebook_source: int = 500_000  # characters of the student's cells kept in all
     grader_memory: int = 4 * 2**30  # address space of the grader's side of one notebook
-    grader_seconds: float = 15.0  # its time past notebook_seconds (start-up, tests, render)
+    grader_seconds: float = 15.0  # its time past those two (start-up, render)
     feedback_seconds: float = 60.0  # to write one notebook's feedback page
 
     def __post_init__(self):
@@ -512,6 +513,75 @@ class MemoryGroup:
                 time.sleep(0.02)
 
 
+class MemoryWatch:
+    """Where no memory cgroup can be made: the resident memory of every process of the
+    notebook (its user id's, as root; the descendants of its bubblewrap, as an ordinary
+    user) and of its /tmp, added up every ``interval`` seconds, and the notebook stopped
+    once the sum passes the limit. A sampled bound, not a hard one: between two looks a
+    notebook can allocate what it writes in ``interval`` seconds more."""
+
+    def __init__(self, box: Sandbox, interval: float = 0.05):
+        self.box, self.interval = box, interval
+        self.done = threading.Event()
+        self.peak = 0
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def _processes(self) -> list[str]:
+        box = self.box
+        if box.process is None:  # a child of a warm parent: the notebook's user id
+            uid = sandbox_uid()
+            found = []
+            for entry in os.listdir("/proc"):
+                if entry.isdigit():
+                    with contextlib.suppress(OSError):
+                        if os.stat(f"/proc/{entry}").st_uid == uid:
+                            found.append(entry)
+            return found
+        children: dict[str, list[str]] = {}  # a sandbox of its own: bubblewrap's descendants
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError, IndexError):
+                    parent = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1]
+                    children.setdefault(parent, []).append(entry)
+        found, todo = [], [str(box.process.pid)]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            todo += children.get(pid, [])
+        return found
+
+    def used(self) -> int:
+        total, tmp_counted = 0, False
+        for pid in self._processes():
+            with contextlib.suppress(OSError, ValueError):
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+                if not tmp_counted:  # its /tmp, as that process sees it
+                    stats = os.statvfs(f"/proc/{pid}/root/tmp")
+                    total += (stats.f_blocks - stats.f_bfree) * stats.f_frsize
+                    tmp_counted = True
+        return total
+
+    def _watch(self) -> None:
+        limit = self.box.limits.notebook_memory
+        while not self.done.wait(self.interval):
+            used = self.used()
+            self.peak = max(self.peak, used)
+            if used > limit:
+                self.box.stop(
+                    "it used more memory than the limit for the whole notebook "
+                    f"(notebook_memory = {limit / 2**30:g} GiB, all its processes and its /tmp "
+                    "together, as sampled every 0.05 s: this machine gives no memory cgroup)"
+                )
+                return
+
+    def close(self) -> None:
+        self.done.set()
+        self.thread.join(timeout=5)
+
+
 def _pid_of(pidfd: int) -> int | None:
     """The pid (in this process's namespace) of the process a pidfd refers to."""
     try:
@@ -557,6 +627,7 @@ class Sandbox:
         self.own: Zygote | None = None  # the parent started for this notebook alone
         self.process: subprocess.Popen | None = None  # a notebook's own bubblewrap
         self.memory: MemoryGroup | None = None
+        self.watch: MemoryWatch | None = None  # where no memory cgroup can be made
         self.agent_pid: int | None = None
         self._pidfd: int | None = None
         self._lifeline: int | None = None
@@ -615,6 +686,7 @@ class Sandbox:
         except (TimeoutError, EOFError, ValueError, KeyError, ProcessLookupError):
             self.stop("the sandbox did not start")
         os.close(info_r)
+        self.watch = MemoryWatch(self)  # an ordinary user has no memory cgroup to give it
 
     def _start_child(self, control: socket.socket) -> bool:
         """Ask a warm parent for a child; False (nothing left open) if it did not start."""
@@ -662,6 +734,8 @@ class Sandbox:
         if self.memory is not None and not (placed and self.memory.add(self.agent_pid)):
             self.memory.close()
             self.memory = None
+        if self.memory is None and not self.unsafe:
+            self.watch = MemoryWatch(self)
         return True
 
     def _signal(self, sig: int) -> None:
@@ -722,6 +796,8 @@ class Sandbox:
             self.own.close()
         if self.memory is not None:
             self.memory.close()
+        if self.watch is not None:
+            self.watch.close()
 
     def request(
         self,

@@ -456,8 +456,7 @@ def _replay(left, cells, stop_at: int, why: str, limits, budget, sandbox_args, z
     cell during which the first run stopped (``stop_at``) and those after it do not run
     again, and a test after it is not graded (``why``). Nothing of this run is kept but the
     tests' verdicts: not its output, not what the tests' calls left in it."""
-    replayable = "notebook_seconds" not in why  # its time is up: no second run either
-    todo = {item[0]: item for item in left if item[0] <= stop_at and replayable}
+    todo = {item[0]: item for item in left if item[0] <= stop_at}
     for index, cell, entry, namespace, _ in left:
         if index not in todo:
             gone = {
@@ -468,7 +467,10 @@ def _replay(left, cells, stop_at: int, why: str, limits, budget, sandbox_args, z
             _run_test(cell, entry, {**namespace, **gone}, None, budget, limits, hidden=True)
     if not todo:
         return
-    again = Sandbox(limits, zygote=zygote, **sandbox_args)
+    import dataclasses
+
+    within = dataclasses.replace(limits, notebook_seconds=limits.tests_seconds)
+    again = Sandbox(within, zygote=zygote, **sandbox_args)
     with again:
         again.output_kept = 0
         for index in range(max(todo) + 1):
@@ -586,6 +588,7 @@ def evaluate(
         package = closed.package_for(closed.lab_allow(source_nb))
     box = Sandbox(limits, package=package, unsafe=unsafe, mpl_cache=mpl_cache, zygote=zygote)
     stop_at = len(cells)  # the cell during which the sandbox stopped, if it did
+    time_up = None  # the first cell not run: the notebook's time was up
     with box, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for index, (cell, entry) in enumerate(zip(cells, planned, strict=True)):
@@ -596,6 +599,14 @@ def evaluate(
             hidden = cell.role == "test" and notebook.visible({"source": cell.source}).strip() != (
                 cell.source.strip()
             )
+            if time_up is None and box.stopped is None and time.monotonic() >= box.deadline:
+                time_up = index  # the cells from here on do not run (the hidden tests do)
+            if time_up is not None:
+                if cell.role == "test":
+                    _run_test(cell, entry, {}, box, budget, limits, hidden=hidden)
+                if kept_cell:
+                    report({"cell": position[index], "entry": entry})
+                continue
             if cell.role in ("locked", "test") and index not in shown_only:
                 needed = sorted(notebook.used_names(cell.source) & set(names))
                 if cell.role == "locked":  # the grader's data never comes from a student's
@@ -641,16 +652,21 @@ def evaluate(
                         budget.stream(entry["outputs"], "stderr", answer.error)
                     budget.figures(entry["outputs"], answer.figures)
             if cell.role == "test" and _is_held(cell.grade_id, held):
-                entry["outputs"].append(
-                    {"output_type": "stream", "name": "stderr", "text": held_note}
-                )
+                budget.stream(entry["outputs"], "stderr", held_note)
             if kept_cell and not (cell.role == "test" and hidden):
                 report({"cell": position[index], "entry": entry})
         if box.stopped is not None and stop_at == len(cells):
             stop_at = len(cells) - 1
         # the hidden tests: every cell of the notebook has run, and nothing the sandbox
-        # prints from now on is kept
+        # prints from now on is kept; they have a time of their own
         box.output_kept = len(box.output)
+        box.deadline = time.monotonic() + limits.tests_seconds
+        if time_up is not None:
+            stop_at = min(stop_at, time_up - 1)  # (a second run goes no further)
+            timed_out = (
+                "the notebook ran longer than its time limit "
+                f"(notebook_seconds = {limits.notebook_seconds:g} s)"
+            )
         left = []  # the hidden tests whose copy of the notebook was not there
         for item in deferred:
             index, cell, entry, namespace, copy = item
@@ -679,6 +695,8 @@ def evaluate(
                 if index in position:
                     report({"cell": position[index], "entry": entry})
         stopped = box.stopped if box.stopped != "done" else None
+        if time_up is not None and stopped is None:
+            stopped = timed_out
         output = bytes(box.output[:4000]).decode(errors="replace")
     graded = [entry for entry in planned if entry is not None]
     if box.note:

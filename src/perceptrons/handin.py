@@ -361,6 +361,9 @@ class _Reader(ast.NodeVisitor):
             self._package(node, f"{node.module}.{alias.name}")
 
     def _import(self, node, module: str) -> None:
+        if any(part in LOADERS for part in module.split(".")[1:]):
+            self.note(node, f"imports {module}, which loads code", True)
+            return
         if _allowed_import(module):
             return
         if not _installed(module):
