@@ -10,6 +10,7 @@ import sys
 import pytest
 from _helpers import ROOT, answered
 from labtools import closed, layout
+
 from perceptrons import handin
 
 LAB6 = handin.Rules(
@@ -37,7 +38,8 @@ HONEST = {
     "functools and math": "import functools, math, itertools\ndef least_squares(X, d):\n"
     "    return functools.reduce(lambda a, b: a + b, [math.sqrt(2)])\n",
     "a class of its own": "class Fit:\n    def __init__(self):\n        self._w = None\n"
-    "    def __repr__(self):\n        return 'Fit'\ndef least_squares(X, d):\n    return Fit()._w\n",
+    "    def __repr__(self):\n        return 'Fit'\n"
+    "def least_squares(X, d):\n    return Fit()._w\n",
     "a frompyfunc of its own": "_f = np.frompyfunc(lambda z: z * 2, 1, 1)\n"
     "def least_squares(X, d):\n    return _f(X)\n",
     "if __name__": "if __name__ == '__main__':\n    print(1)\n",
