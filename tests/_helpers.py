@@ -287,3 +287,68 @@ def scores(summary) -> dict:
         )
         for row in summary["graded"]
     }
+
+
+# --- the local pool's stand-in, for the instructor's commands without a sandbox -----------
+
+
+STUBS = ("YOUR CODE HERE", "YOUR ANSWER HERE")
+
+
+def fake_outcome(task):
+    """A notebook "graded" in this process, as a worker would report it, without running
+    any of it: the plan of its cells (labtools.notebook.plan, notes included), every test
+    worth its points, or 0 when every answer is still the release's stub (a blank lab)."""
+    from labtools import judge, notebook, render, verdicts
+    from labtools.wire import Outcome, Status
+
+    submitted, why = judge.read_submission(task.notebook)
+    if submitted is None:
+        return Outcome(Status.UNREADABLE, why)
+    cells, notes = notebook.plan(task.source, submitted)
+    answers = [c.source for c in cells if c.role in ("answer", "written")]
+    blank = all(not a.strip() or any(stub in a for stub in STUBS) for a in answers)
+    budget = verdicts.SourceBudget(10**6, 10**8)
+    entries = []
+    for cell in cells:
+        entry = verdicts.kept(cell, budget)
+        if cell.role == "test":
+            entry.update(passed=not blank, score=0.0 if blank else cell.points, message="")
+        entries.append(entry)
+    result = {"cells": entries, "notes": notes, "stopped": None, "output": "", "seconds": 0.01}
+    return Outcome(Status.GRADED, evaluation=result, autograded=render.autograded_notebook(
+        task.source, result))  # fmt: skip
+
+
+class FakeWorkers:
+    """The local pool of ``grade`` (``labtools.schedule.kept_executor``) replaced for a
+    test that checks what happens around the grading (intake, course folder, tables,
+    exports) and not the grading itself: each notebook gets :func:`fake_outcome`, each
+    feedback page is one line naming the student and lab."""
+
+    def submit(self, fn, *args):
+        import concurrent.futures
+
+        from labtools import feedback, layout, worker
+
+        future = concurrent.futures.Future()
+        if fn is worker.grade_task:
+            future.set_result(fake_outcome(*args))
+        elif fn is feedback.feedback_task:
+            course, student, lab = args
+            page = Path(course) / "feedback" / student / lab / f"{lab}.html"
+            layout.write_whole(page, f"<html><body>feedback of {student} for {lab}</body></html>")
+            future.set_result(None)
+        else:
+            raise AssertionError(f"FakeWorkers cannot run {fn}")
+        return future
+
+    def shutdown(self, *args, **kwargs):
+        pass
+
+
+def fake_workers(monkeypatch) -> None:
+    """Have ``grade`` (and ``python -m labtools grade``) grade with :class:`FakeWorkers`."""
+    from labtools import schedule
+
+    monkeypatch.setattr(schedule, "kept_executor", lambda jobs: FakeWorkers())

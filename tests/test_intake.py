@@ -280,13 +280,17 @@ def test_moodle_folders_are_placed_by_name_and_original_file_name(tmp_path):
         ("jose.nunez", LAB): None,
         ("ukasz.nowak-8234888b", LAB): None,
         ("moodle-acf979cc", LAB): None,
-        ("sam.lee", LAB): "refused: 2 files name this student for this lab ("
-        f"'Sam Lee_105_assignsubmission_file/{NB}', 'Sam Lee_106_assignsubmission_file/{NB}'"
-        "); keep one and grade again",
+        ("sam.lee", LAB): None,  # two participants, one name: two people (round 5, 12)
+        ("sam.lee-66b900", LAB): None,
         ("bob.stone", LAB): "refused: the zip puts both a file and a folder at "
         "'Bob Stone_108_assignsubmission_file'",
         ("flat.name", LAB): None,
     }
+    assert taken.shared_names == [
+        f"2 Moodle participants of {LAB} are named 'Sam Lee', each graded under an id of "
+        "their own (participant 105 -> sam.lee, participant 106 -> sam.lee-66b900): check "
+        "who is who; the Moodle export goes by participant id"
+    ]
     assert taken.names["ukasz.nowak-8234888b"] == "Łukasz Nowak"
     assert taken.names["moodle-acf979cc"] == "王小明"
     assert set(unplaced(taken)) == {
@@ -327,8 +331,12 @@ FOLD_ALIKE = {
 }
 
 
-def moodle_zip(names):
-    return {f"{name}_{k}_assignsubmission_file/{NB}": "{}" for k, name in enumerate(names, 1)}
+def moodle_zip(names, first=1, lab=LAB):
+    """A Moodle download of ``names`` for ``lab``, participant ids from ``first`` on (Moodle
+    makes them per assignment: another assignment's download has others)."""
+    return {
+        f"{name}_{k}_assignsubmission_file/{lab}.ipynb": "{}" for k, name in enumerate(names, first)
+    }
 
 
 def test_moodle_names_that_fold_alike_in_one_download_are_each_graded(tmp_path):
@@ -370,14 +378,16 @@ def test_moodle_names_keep_their_ids_from_one_download_to_the_next(tmp_path):
     assert not (course / intake.NAMES_FILE).exists()  # the run keeps them, under its lock
     first.keep_names(course)
     # the next assignment: other people whose names fold alike, and José again
+    lab2, lab3 = KNOWN[1], KNOWN[2]
     second = intake.collect(
-        make_zip(tmp_path / "lab2.zip", moodle_zip(["Jose Smith", "Zoe Ng", "José Smith"])),
-        LABS, tmp_path / "w2", course=course,
+        make_zip(tmp_path / "lab2.zip",
+                 moodle_zip(["Jose Smith", "Zoe Ng", "José Smith"], 11, lab2)),
+        [lab2], tmp_path / "w2", course=course,
     )  # fmt: skip
     assert rows(second) == {
-        ("jose.smith", LAB): None,  # José keeps the id he had
-        ("jose.smith-214edb", LAB): None,
-        ("zoe.ng-ff3469", LAB): None,
+        ("jose.smith", lab2): None,  # José keeps the id he had
+        ("jose.smith-214edb", lab2): None,
+        ("zoe.ng-ff3469", lab2): None,
     }
     assert second.names == {
         "jose.smith": "José Smith", "jose.smith-214edb": "Jose Smith", "zoe.ng-ff3469": "Zoe Ng"
@@ -396,10 +406,18 @@ def test_moodle_names_keep_their_ids_from_one_download_to_the_next(tmp_path):
     }
     # a name written decomposed (NFD, as some zip tools on macOS do) is the same name
     third = intake.collect(
-        make_zip(tmp_path / "lab3.zip", moodle_zip(["Jose\u0301 Smith"])),
-        LABS, tmp_path / "w3", course=course,
+        make_zip(tmp_path / "lab3.zip", moodle_zip(["Jose\u0301 Smith"], 21, lab3)),
+        [lab3], tmp_path / "w3", course=course,
     )  # fmt: skip
-    assert rows(third) == {("jose.smith", LAB): None}
+    assert rows(third) == {("jose.smith", lab3): None}
+    # the same assignment again, with a participant who took José's name (round 5, 12): a
+    # namesake, graded under an id of its own, and José's id stays José's
+    again = intake.collect(
+        make_zip(tmp_path / "lab1.zip", moodle_zip(["José Smith"], 9)),
+        LABS, tmp_path / "w4", course=course,
+    )  # fmt: skip
+    assert rows(again) == {("jose.smith-86a911", LAB): None}
+    assert again.shared_names == []  # one file of that name in this download
 
 
 def test_names_that_the_instructor_joined_in_the_map_are_one_student(tmp_path):
@@ -484,7 +502,7 @@ def test_a_canvas_zip_and_a_moodle_zip_are_graded_each_student_apart(tmp_path):
     scores = {s: float(r["automatic"]) for s, r in table.items()}
     assert scores == {
         "12345": 7, "222": 7, "444": 4, "555": 0, "777": 0,
-        "jane.doe": 7, "jose.nunez": 4, "sam.lee": 0, "bob.stone": 0,
+        "jane.doe": 7, "jose.nunez": 4, "sam.lee": 7, "sam.lee-bbc6d9": 7, "bob.stone": 0,
     }  # fmt: skip
     status = {s: r["status"] for s, r in table.items()}
     assert status["12345"] == "graded; 4 points wait for manual grading"
@@ -494,7 +512,13 @@ def test_a_canvas_zip_and_a_moodle_zip_are_graded_each_student_apart(tmp_path):
     )
     assert status["555"].startswith("refused: 2 files name this student for this lab")
     assert status["777"].startswith("refused: the zip entry '../evil_777_1_")
-    assert status["sam.lee"].startswith("refused: 2 files name this student for this lab")
+    # two participants with one name are two people, each graded (round 5, finding 12)
+    assert status["sam.lee"] == status["sam.lee-bbc6d9"] == status["12345"]
+    assert second["shared names"] == [
+        f"2 Moodle participants of {LAB} are named 'Sam Lee', each graded under an id of their "
+        "own (participant 33 -> sam.lee, participant 34 -> sam.lee-bbc6d9): check who is who; "
+        "the Moodle export goes by participant id"
+    ]
     assert status["bob.stone"] == (
         "refused: the zip puts both a file and a folder at 'Bob Stone_35_assignsubmission_file'"
     )

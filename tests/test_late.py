@@ -321,7 +321,35 @@ BAD = [
         14,
         "[[extension]] 1: lab names no lab",
     ),
-    (replaced("days = 2", "days = -2"), 15, "[[extension]] 1: days must be at least 0 (got -2)"),
+    (
+        replaced("days = 2", "days = -2"),
+        15,
+        "[[extension]] 1: days must be from 0 to 3650 (got -2)",
+    ),
+    # round 5, finding 16: a huge or endless extension is the parser's refusal, not export's
+    (
+        replaced("days = 2", "days = 4000000"),
+        15,
+        "[[extension]] 1: days must be from 0 to 3650 (got 4000000)",
+    ),
+    (replaced("days = 2", "days = inf"), 15, "[[extension]] 1: days must be from 0 to 3650"),
+    (replaced("grace_minutes = 15", "grace_minutes = inf"), 5, "penalty.grace_minutes must be"),
+    (
+        replaced("unknown_late_days = 1", "unknown_late_days = 1e300"),
+        6,
+        "penalty.unknown_late_days must be from 0 to 3650",
+    ),
+    (replaced("points = 1.5", "points = nan"), 35, "[[override]] 2: points is not a number"),
+    (
+        replaced("lab1 = 2026-02-06T23:59:00+01:00", "lab1 = 9999-12-31T23:59:59-23:59"),
+        9,
+        "due.lab1 is outside the years 1970-2100",
+    ),
+    (
+        replaced("due = 2026-02-20T12:00:00Z", "due = 0001-01-01T00:00:00+00:01"),
+        19,
+        "[[extension]] 2: due is outside the years 1970-2100",
+    ),
     (
         replaced("days = 2", "days = 2\ndue = 2026-02-09T00:00:00Z"),
         15,

@@ -209,6 +209,9 @@ CANVAS_EXPORTS = {
 }
 # every export's assignment ids: Lab 1 is 4401, Lab 2 4402
 WANT_GRADES = {"4401": {"101": 8.5, "102": 3.0, "103": 0.0}, "4402": {"101": 4.0}}
+# a column is chosen by its exact title (the lab's id, title or label) or by --column, never
+# because its title holds a lab's label (round 5, finding 10): these titles need --column
+COLUMNS = ["lab1_perceptron=4401", "lab2_convergence=4402"]
 
 
 @pytest.mark.parametrize("name", list(CANVAS_EXPORTS))
@@ -216,8 +219,14 @@ def test_canvas_import_file_passes_the_importers_rules_with_each_layout(course, 
     text = CANVAS_EXPORTS[name]
     given = tmp_path / "export.csv"
     given.write_text(text, encoding="utf-8")
-    columns = ["lab2_convergence=Lab 2: The convergence bound, measured (4402)"]
-    out = platforms.canvas(course, given, columns if name == "integration" else None)
+    columns = {
+        "integration": [
+            COLUMNS[0],
+            "lab2_convergence=Lab 2: The convergence bound, measured (4402)",
+        ],
+        "plain": None,  # titles that are the labs' ids
+    }.get(name, COLUMNS)
+    out = platforms.canvas(course, given, columns)
     assert out == course / "canvas-import.csv"
     written = out.read_text(encoding="utf-8")
     assert written.startswith("\ufeff") == text.startswith("\ufeff")
@@ -230,7 +239,7 @@ def test_canvas_import_file_passes_the_importers_rules_with_each_layout(course, 
 def test_canvas_import_file_is_exactly_the_exports_identity_then_the_labs(course, tmp_path):
     given = tmp_path / "export.csv"
     given.write_text(CANVAS_EXPORTS["sis"], encoding="utf-8")
-    written = platforms.canvas(course, given).read_text(encoding="utf-8")
+    written = platforms.canvas(course, given, COLUMNS).read_text(encoding="utf-8")
     assert written.splitlines() == [
         'Student,ID,SIS User ID,SIS Login ID,Section,Lab 1: Perceptron (4401),"Lab 2: '
         'Convergence, measured (part 1) (4402)"',
@@ -250,7 +259,8 @@ def test_canvas_joins_on_sis_ids_when_the_course_names_students_by_login(
     monkeypatch.setattr(platforms, "graded_totals", lambda c: (by_login, maxima))
     given = tmp_path / "export.csv"
     given.write_text(CANVAS_EXPORTS["login"], encoding="utf-8")
-    imported = canvas_import(platforms.canvas(course, given).read_text("utf-8"), given.read_text())
+    out = platforms.canvas(course, given, COLUMNS)
+    imported = canvas_import(out.read_text("utf-8"), given.read_text())
     assert imported["grades"] == {"4401": {"101": 8.5}, "4402": {"101": 4.0}}
 
 
@@ -291,28 +301,49 @@ def test_canvas_refuses_a_lab_with_no_column_or_several(course, tmp_path):
     assert refusal(lambda: platforms.canvas(course, given)) == (
         "lab2_convergence ('Lab 2: The convergence bound, measured') is named by no "
         "assignment column of the export; its assignments: 'Lab 1 (4401)', 'Homework 2 "
-        "(4402)'; name one with --column lab2_convergence='TITLE (ID)'"
+        "(4402)'; name one with --column lab2_convergence='TITLE (ID)' (or its id alone)"
     )
     given.write_text(
-        "Student,ID,Section,Lab 1 (4401),Lab 1 retake (4403),Lab 2 (4402)\n"
-        "Ada,101,S1,,,\nJosé,102,S1,,,\nGrace,103,S1,,,\n"
+        "Student,ID,Section,Lab 1 (4401),lab1_perceptron (4403),Lab 1 retake (4405),"
+        "Lab 2 (4402)\nAda,101,S1,,,,\nJosé,102,S1,,,,\nGrace,103,S1,,,,\n"
     )
     assert refusal(lambda: platforms.canvas(course, given)) == (
         "lab1_perceptron ('Lab 1: Perceptron training by hand and in code') is named by 2 "
-        "columns ('Lab 1 (4401)', 'Lab 1 retake (4403)'); name one with --column "
+        "columns ('Lab 1 (4401)', 'lab1_perceptron (4403)'); name one with --column "
         "lab1_perceptron=..."
     )
     chosen = ["lab1_perceptron=Lab 1 retake"]  # the title alone names the column
     imported = canvas_import(platforms.canvas(course, given, chosen).read_text(), given.read_text())
+    assert set(imported["grades"]) == {"4405", "4402"}
+    chosen = ["lab1_perceptron=4403"]  # and the assignment id alone
+    imported = canvas_import(platforms.canvas(course, given, chosen).read_text(), given.read_text())
     assert set(imported["grades"]) == {"4403", "4402"}
     assert refusal(lambda: platforms.canvas(course, given, ["lab1_perceptron=Lab 9"])) == (
         "--column lab1_perceptron='Lab 9' matches no assignment column of the export; its "
-        "assignments: 'Lab 1 (4401)', 'Lab 1 retake (4403)', 'Lab 2 (4402)'; name one with "
-        "--column lab1_perceptron='TITLE (ID)'"
+        "assignments: 'Lab 1 (4401)', 'lab1_perceptron (4403)', 'Lab 1 retake (4405)', "
+        "'Lab 2 (4402)'; name one with --column lab1_perceptron='TITLE (ID)' (or its id alone)"
     )
     assert refusal(lambda: platforms.canvas(course, given, ["lab9=Lab 1 (4401)"])).startswith(
         "--column 'lab9=Lab 1 (4401)': no lab 'lab9'; the labs are lab1_perceptron, "
     )
+
+
+def test_a_column_whose_title_only_holds_the_labs_label_is_never_chosen(course, tmp_path):
+    """Round 5, finding 10: "Lab 6 pre-lab quiz" holds the label "Lab 6" but is another
+    assignment; the lab's own column has a title of the instructor's choosing. Nothing is
+    chosen without --column, and with it the lab's totals go into the lab's column alone."""
+    given = tmp_path / "export.csv"
+    given.write_text(
+        "Student,ID,Section,Lab 1 pre-lab quiz (6001),Perceptron homework (7001),"
+        "Lab 2 (7002)\nAda,101,S1,4,,\nJosé,102,S1,5,,\nGrace,103,S1,3,,\n"
+    )
+    message = refusal(lambda: platforms.canvas(course, given))
+    assert message.startswith("lab1_perceptron ('Lab 1: Perceptron training by hand and in code')")
+    assert "is named by no assignment column" in message and "--column lab1_perceptron=" in message
+    assert not (course / platforms.CANVAS_FILE).exists()
+    out = platforms.canvas(course, given, ["lab1_perceptron=7001"])
+    imported = canvas_import(out.read_text(), given.read_text())
+    assert imported["grades"] == {"7001": WANT_GRADES["4401"], "7002": WANT_GRADES["4402"]}
 
 
 def test_canvas_refuses_graded_students_missing_from_the_export(course, tmp_path):
@@ -498,7 +529,7 @@ def test_canvas_gets_the_total_after_the_late_deduction(course, tmp_path):
     graded[LAB1]["101"].update(deduction="1.7", adjusted_total="6.8")
     given = tmp_path / "export.csv"
     given.write_text(CANVAS_EXPORTS["sis"], encoding="utf-8")
-    written = platforms.canvas(course, given).read_text(encoding="utf-8")
+    written = platforms.canvas(course, given, COLUMNS).read_text(encoding="utf-8")
     assert '"Lovelace, Ada",101,s101,ada,Section A,6.8,4' in written.splitlines()
 
 
@@ -635,14 +666,16 @@ def test_a_moodle_class_goes_back_into_moodle_and_canvas(graded_class, tmp_path)
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         page = zf.read(f"Émile Zola, Jr._8000002_assignsubmission_file_/{LAB2}.html")
     assert page == (course / "feedback" / emile / LAB2 / f"{LAB2}.html").read_bytes()
-    export = tmp_path / "export.csv"  # a course graded from Moodle: joined by SIS Login ID
+    # a course graded from Moodle is never matched into Canvas, even where a Moodle id
+    # equals a SIS Login ID: the ids are Moodle's (round 5, findings 9 and 11)
+    export = tmp_path / "export.csv"
     export.write_text(
-        "Student,ID,SIS User ID,SIS Login ID,Section,Lab 1: Perceptron (51),Lab 2 (52)\n"
+        "Student,ID,SIS User ID,SIS Login ID,Section,Lab 1 (51),Lab 2 (52)\n"
         f'Lovelace Ada,31,,{ada},S1,,\n"Zola, Émile",32,,{emile},S1,,\n'
     )
-    assert cli.main(["export", "--course", str(course), "--canvas", str(export)]) == 0
-    imported = canvas_import((course / "canvas-import.csv").read_text(), export.read_text())
-    assert imported["grades"] == {"51": {"31": 7.0, "32": 3.0}, "52": {"31": 7.0, "32": 0.0}}
+    with pytest.raises(UsageError, match="came from a Moodle download"):
+        platforms.canvas(course, export)
+    assert not (course / "canvas-import.csv").exists()
 
 
 class Text(html.parser.HTMLParser):

@@ -274,6 +274,42 @@ def test_the_similarity_section_shows_the_copied_pairs_side_by_side(page):
     # nobody else: the instructor's answers (ed, fay) and di's own are not alike
 
 
+def test_a_copy_behind_a_long_comment_or_padded_with_code_is_found(tmp_path):
+    """Round 5, finding 19: answers are compared without their comments and blank lines
+    before anything is cut, and by containment as well as by the Jaccard index: the same
+    answer behind one comment of 20 000 characters, or followed by three times as much
+    code of one's own, is listed with the others, through ``python -m labtools report``."""
+    own = ALICE.replace("A = np.hstack([np.ones((len(X), 1)), X])", "A = P.augment(X)")
+    rng = np.random.default_rng(19)
+    padding = "".join(random_answer(rng, 20).replace("def answer", f"def helper{k}")
+                      for k in range(3))  # fmt: skip
+    results = {
+        "sim_a": own,
+        "sim_b": renamed(own, {"weights": "u"}),
+        "sim_c": "# " + "x" * 20_000 + "\n" + renamed(own, {"epoch": "k"}),
+        "sim_d": renamed(own, {"mistakes": "m"}) + "\n\n" + padding,
+        "sim_e": CAROL,  # her own
+    }
+    folder = class_folder(tmp_path / "grading", {
+        student: {LAB: {"answers": {"ex3-code": answer}}} for student, answer in results.items()
+    })  # fmt: skip
+    assert main(["report", "--course", str(folder)]) == 0
+    soup = BeautifulSoup((folder / report.REPORT).read_text(), "html.parser")
+    listed = soup.find(id="similarity").table.find_all("tr")[1:]
+    pairs = {tr.find_all("td")[2].get_text() for tr in listed}
+    assert pairs == {
+        f"{a} and {b}" for a, b in [("sim_a", "sim_b"), ("sim_a", "sim_c"), ("sim_a", "sim_d"),
+                                    ("sim_b", "sim_c"), ("sim_b", "sim_d"), ("sim_c", "sim_d")]
+    }  # fmt: skip
+    # the padded answer alone: its Jaccard index is below the threshold, its containment not
+    (d,) = [p for p in similar_pairs(LAB, [Answer("a", {"c": own}), Answer("d", {"c": results[
+        "sim_d"]})], {}, GIVEN)]  # fmt: skip
+    ((_, score, shared, mine, theirs),) = d.cells
+    assert shared / (mine + theirs - shared) < similarity.THRESHOLD <= similarity.CONTAINED <= score
+    shown = [pre.get_text() for pre in soup.find_all("pre")]
+    assert not any("x" * 100 in text for text in shown)  # the comment is not what is shown
+
+
 def test_a_course_folder_that_is_not_one_is_refused(tmp_path, capsys):
     assert main(["report", "--course", str(tmp_path / "nowhere")]) == 2
     assert "no course folder" in capsys.readouterr().err

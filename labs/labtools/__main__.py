@@ -43,6 +43,8 @@ def limits_from(args):
 
 def _grade(args) -> None:
     from labtools import grade
+    from labtools.record import STALE
+    from labtools.wire import NAME, TEXT, capped
 
     limits = limits_from(args)
     with contextlib.ExitStack() as stack:
@@ -74,6 +76,15 @@ def _grade(args) -> None:
     )
     for row in failed:
         print(f"  {row.student} / {row.lab}: {row.text}")
+    stale = summary.get("manual not kept", [])
+    if stale:
+        print(
+            f"{len(stale)} notebooks had scores given by hand for answers that changed since: "
+            "not kept, those cells wait for grading by hand again (formgrader):"
+        )
+        for row in stale:
+            said = next(n for n in row.detail.split("; ") if STALE in n)
+            print(f"  {row.student} / {row.lab}: {said}")
     again = summary.get("graded again", [])
     if again:
         print(
@@ -94,11 +105,13 @@ def _grade(args) -> None:
     if unplaced:
         print(f"{len(unplaced)} files of the {summary['layout']} download could not be placed:")
         for entry in unplaced:
-            print(f"  {entry['file']!r}: {entry['why']}")
+            print(f"  {capped(repr(entry['file']), 2 * NAME)}: {capped(entry['why'])}")
     if summary.get("late"):
         print(f"marked late by the platform: {', '.join(summary['late'])}")
     if summary.get("kept apart"):
-        print(summary["kept apart"])
+        print(capped(summary["kept apart"], 10 * TEXT))
+    for line in summary.get("shared names", []):
+        print(capped(line))
     for name, path in summary["exported"].items():
         print(f"{name}: {path}")
 
@@ -208,8 +221,11 @@ def gradebook_error(err: Exception) -> bool:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     with_bin_on_path()
+    from labtools import children
+
     try:
-        args.run(args)
+        with children.stop_on_sigterm():  # `kill PID` unwinds as Control-C: children, then lock
+            args.run(args)
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

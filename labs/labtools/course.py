@@ -27,12 +27,11 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
 import sys
 import urllib.parse
 from pathlib import Path
 
-from labtools import layout
+from labtools import children, layout
 from labtools.layout import COURSE, LABS, LOCK, MARK, UsageError
 from labtools.options import masked
 
@@ -99,18 +98,11 @@ def use_gradebook(course: Path, url: str | None) -> None:
                 "empty gradebook: leave out --db (the course folder remembers its gradebook), "
                 "or grade into a new --course folder"
             )
-        course.mkdir(parents=True, exist_ok=True)
-        part = course / f"{URL}.part"
-        part.unlink(missing_ok=True)
-        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # it may hold a password
-        with os.fdopen(fd, "w") as f:
-            f.write(url + "\n")
-        os.replace(part, course / URL)
+        layout.write_whole(course / URL, url + "\n", mode=0o600)  # it may hold a password
         current = url
     config = course / "nbgrader_config.py"
     if current and config.exists() and CONFIG_TAIL not in config.read_text():
-        with open(config, "a") as f:  # a course folder made before --db existed
-            f.write(CONFIG_TAIL)
+        layout.write_whole(config, config.read_text() + CONFIG_TAIL)  # made before --db was
 
 
 def server_problem(url: str, err: Exception) -> str:
@@ -294,7 +286,9 @@ def generate(course: Path, labs: list[str]) -> None:
     if not labs:
         return
     argv = [sys.executable, "-c", GENERATE, *labs]
-    proc = subprocess.run(argv, cwd=course, env=nbgrader_env(), capture_output=True, text=True)
+    # its own process group, killed with this process, and stopped (with whatever it
+    # started) before an interrupted run lets go of the course folder's lock
+    proc = children.run(argv, cwd=course, env=nbgrader_env())
     if proc.returncode != 0:
         failed = (proc.stdout.strip().splitlines() or ["a lab"])[-1]
         raise RuntimeError(f"nbgrader could not generate {failed}:\n{proc.stderr[-3000:]}")
@@ -314,11 +308,11 @@ def open_course(course: Path, labs: Path = LABS, db: str | None = None) -> list[
     course.mkdir(parents=True, exist_ok=True)
     mark = course / MARK
     state = json.loads(mark.read_text()) if mark.exists() else {"course": COURSE, "sources": {}}
-    mark.write_text(json.dumps(state, indent=1))  # ours from now on, even if nbgrader fails
+    # ours from now on, whatever nbgrader does
+    layout.write_whole(mark, json.dumps(state, indent=1))
     use_gradebook(course, db)
-    shutil.copy(labs / "nbgrader_config.py", course / "nbgrader_config.py")
-    with open(course / "nbgrader_config.py", "a") as f:
-        f.write(CONFIG_TAIL)
+    config = (labs / "nbgrader_config.py").read_text() + CONFIG_TAIL
+    layout.write_whole(course / "nbgrader_config.py", config)
     names = layout.lab_names(labs)
     check_gradebook(course)
     # no gradebook (deleted to rebuild it, or a new server's): every lab the course has and
@@ -339,8 +333,7 @@ def open_course(course: Path, labs: Path = LABS, db: str | None = None) -> list[
                 file=sys.stderr,
             )
             continue
-        shutil.rmtree(course / "source" / lab, ignore_errors=True)
-        shutil.copytree(folder, course / "source" / lab)
+        copy_folder(folder, course / "source" / lab)
         stale[lab] = digest
     again = {lab for lab in again if (course / "source" / lab).exists()}
     if url and set(stale) & known:
@@ -354,8 +347,18 @@ def open_course(course: Path, labs: Path = LABS, db: str | None = None) -> list[
         )
     generate(course, sorted(set(stale) | again))
     state["sources"].update(stale)
-    mark.write_text(json.dumps(state, indent=1))
+    layout.write_whole(mark, json.dumps(state, indent=1))
     return names
+
+
+def copy_folder(source: Path, target: Path) -> None:
+    """``target`` made a copy of the folder ``source``, whole: copied beside it, then put
+    in its place (a run stopped midway leaves the old copy, or none, never half of one)."""
+    part = target.with_name(f".{target.name}.part")
+    shutil.rmtree(part, ignore_errors=True)
+    shutil.copytree(source, part)
+    shutil.rmtree(target, ignore_errors=True)
+    part.rename(target)
 
 
 def source_notebook(course: Path, lab: str) -> dict:

@@ -7,12 +7,13 @@ Written at the end of every run and again on request (``python -m labtools expor
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 from labtools import course as courses
 from labtools import late, layout
 from labtools.record import read_row
-from labtools.wire import Status
+from labtools.wire import Status, capped
 
 
 def export(course) -> dict[str, Path]:
@@ -58,19 +59,22 @@ def export(course) -> dict[str, Path]:
                     if waiting:
                         row["status"] += f"; {waiting:g} points wait for manual grading"
                 row.update(late.adjust(row, policy, times.of(student, lab, digest)))
+                row["status"] = capped(row["status"])  # one cap for every text of a table
                 rows.append(row)
     fields = ["student", "lab", "automatic", "manual", "total", "max_score", *late.COLUMNS]
     long_csv, wide_csv = course / "grades.csv", course / "grades-wide.csv"
-    with open(long_csv, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
-    with open(wide_csv, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["student", *labs, "total", "max_score"])
-        for student in students:
-            mine = {r["lab"]: r["adjusted_total"] for r in rows if r["student"] == student}
-            writer.writerow(
-                [student, *(mine[lab] for lab in labs), sum(mine.values()), sum(maxima.values())]
-            )
+    out = io.StringIO(newline="")
+    writer = csv.DictWriter(out, fieldnames=fields)
+    writer.writeheader()
+    writer.writerows(rows)
+    layout.write_whole(long_csv, out.getvalue())  # whole: a full disk keeps the last copy
+    out = io.StringIO(newline="")
+    writer = csv.writer(out)
+    writer.writerow(["student", *labs, "total", "max_score"])
+    for student in students:
+        mine = {r["lab"]: r["adjusted_total"] for r in rows if r["student"] == student}
+        writer.writerow(
+            [student, *(mine[lab] for lab in labs), sum(mine.values()), sum(maxima.values())]
+        )
+    layout.write_whole(wide_csv, out.getvalue())
     return {"grades": long_csv, "wide": wide_csv}

@@ -22,18 +22,19 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import difflib
+import functools
 import hashlib
 import json
 import tempfile
 from pathlib import Path
 
 from labtools import course as courses
-from labtools import intake, late, layout, notebook, schedule
+from labtools import door, intake, late, layout, notebook, schedule
 from labtools.export import export
 from labtools.layout import UsageError
-from labtools.record import read_row
+from labtools.record import STALE, read_row
 from labtools.sandbox import Limits
-from labtools.wire import Status
+from labtools.wire import TEXT, Status, capped
 
 #: rows that a run lost (a worker killed, a cluster gone): the next run grades them again
 LOST = (Status.FAILED, Status.NOT_RUN)
@@ -105,7 +106,9 @@ def grade(
         with courses.locked(course):
             courses.open_course(course, db=db)
             courses.back_up_gradebook(course)
-            taken.keep_names(course)
+            apart = intake.apart(course, taken)  # ids that came from another source: listed
+            found = [sub for sub in found if (sub.student, sub.lab) not in apart]
+            taken.keep_names(course)  # names, participants and each id's source
             todo, skipped, again, changed = [], [], [], []
             times = {}  # when each notebook graded (now or before) came in, if the intake knows
             for sub in found:
@@ -115,8 +118,6 @@ def grade(
                         data = layout.read_notebook(sub.path)
                     except (OSError, ValueError) as err:
                         sub.refused = f"refused: {err}"
-                    else:
-                        sub.refused = other_lab(course, data, sub.lab)
                 digest = hashlib.sha256(data or b"").hexdigest()
                 done = courses.result_path(course, sub.student, sub.lab)
                 previous = read_row(done) if done.exists() and not regrade else None
@@ -130,12 +131,15 @@ def grade(
                 elif previous is not None:
                     if previous.digest != digest:
                         changed.append(previous)
-                        if CHANGED not in previous.detail:
-                            previous.detail += f"; {CHANGED}: grade it with --regrade"
+                        if CHANGED not in previous.detail:  # (room kept for it under the cap)
+                            said = f"; {CHANGED}: grade it with --regrade"
+                            room = TEXT - len(previous.status.value) - len(said)
+                            previous.detail = capped(previous.detail, room) + said
                             layout.write_whole(done, json.dumps(previous.to_json(), indent=1))
                     skipped.append(previous)
                     continue
                 todo.append((sub, digest, data))
+            todo = admit(course, todo)  # the door: each notebook read once, in a child
             if times:
                 late.record_times(course, times)
             rows = schedule.run(
@@ -156,6 +160,8 @@ def grade(
         "already graded": skipped,
         "graded again": again,  # rows a run before left "grading failed" or "not graded"
         "changed": changed,  # rows whose submission changed since it was graded
+        # rows whose scores given by hand were for answers that changed since (not kept)
+        "manual not kept": [row for row in rows if row.graded and STALE in row.detail],
         "left out by --labs": left_out,
         "exported": exported,
         **taken.report(),
@@ -191,6 +197,39 @@ def chosen(taken, submissions: Path, labs: list[str], students: list[str] | None
     return mine
 
 
+def admit(course: Path, todo: list) -> list:
+    """The door for the notebooks a run grades (:func:`labtools.door.notebook`, in a
+    child under limits): each one's data becomes the door's canonical text, or its row a
+    refusal that names the file and what to do (another lab's notebook too:
+    :func:`other_lab`). ``todo``: [(submission, digest, bytes)], returned as that."""
+    locked = {}
+    for lab in layout.lab_names(course):
+        try:
+            locked[lab] = _locked_cells(course, lab)
+        except (OSError, ValueError):
+            continue
+    chosen = [k for k, (sub, _, data) in enumerate(todo) if not sub.refused and data is not None]
+    jobs = [
+        functools.partial(
+            door.notebook,
+            todo[k][2],
+            f"{todo[k][0].lab}.ipynb",
+            functools.partial(other_lab, lab=todo[k][0].lab, locked=locked),
+        )
+        for k in chosen
+    ]
+    names = [f"{todo[k][0].lab}.ipynb" for k in chosen]
+    admitted = list(todo)
+    for k, let in zip(chosen, door.read(jobs, names, door.SAVE), strict=True):
+        sub, digest, _ = todo[k]
+        if let.refused is not None:
+            sub.refused = let.refused.status
+            admitted[k] = (sub, digest, None)
+        else:
+            admitted[k] = (sub, digest, let.value["text"].encode("utf-8"))
+    return admitted
+
+
 def _locked_cells(course: Path, lab: str) -> set[tuple[str, str]]:
     """(grade id, text) of each locked cell of the lab's student version in the course."""
     path = course / "release" / lab / f"{lab}.ipynb"
@@ -207,12 +246,13 @@ def _locked_cells(course: Path, lab: str) -> set[tuple[str, str]]:
 _LOCKED: dict[Path, set[tuple[str, str]]] = {}  # read once a process (a course keeps its labs)
 
 
-def other_lab(course: Path, data: bytes, lab: str) -> str | None:
-    """A refusal when the notebook handed in as ``lab`` is another lab's: more of its
-    locked cells (grade id and text) are that lab's than this one's, and at least half of
-    that lab's; else None (anything else is for the grading to judge)."""
+def other_lab(nb: dict, lab: str, locked: dict[str, set[tuple[str, str]]]) -> str | None:
+    """A refusal when the notebook ``nb`` handed in as ``lab`` is another lab's: more of
+    its locked cells (grade id and text; ``locked``: each lab's) are that lab's than this
+    one's, and at least half of that lab's; else None (anything else is for the grading
+    to judge). Runs in the door's child (:func:`admit`)."""
     try:
-        cells = json.loads(data).get("cells")
+        cells = nb.get("cells")
         if not isinstance(cells, list):
             return None
         mine = {
@@ -222,19 +262,13 @@ def other_lab(course: Path, data: bytes, lab: str) -> str | None:
         }
     except (ValueError, TypeError, AttributeError):
         return None  # not a notebook: the worker says so
-    counts = {}
-    for other in layout.lab_names(course):
-        try:
-            locked = _locked_cells(course, other)
-        except (OSError, ValueError):
-            continue
-        counts[other] = (len(mine & locked), len(locked))
+    counts = {other: (len(mine & theirs), len(theirs)) for other, theirs in locked.items()}
     own = counts.get(lab, (0, 0))[0]
     best = max(counts, key=lambda other: counts[other][0], default=lab)
     matched, total = counts.get(best, (0, 0))
     if best != lab and matched > own and 2 * matched >= total:
         return (
-            f"refused: this is {best}'s notebook (its cells are that lab's), handed in as "
+            f"this is {best}'s notebook (its cells are that lab's), handed in as "
             f"{lab}; hand in {lab}.ipynb"
         )
     return None

@@ -42,6 +42,7 @@ notebooks are written, each read with a bound, and all of them together stop at
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -54,15 +55,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from labtools import late, layout
+from labtools import door, late, layout
 from labtools.layout import MAX_NOTEBOOK, Submission, UsageError
 
 MAX_EXTRACTED = 2**30  # bytes of notebooks written from one zip, all members together
 MAX_MEMBERS = 50_000  # entries in one zip (a platform's download of a class is far below)
 
-CANVAS = re.compile(r"(?P<name>[\w-]+?)(?P<late>_LATE)?_(?P<userid>\d+)_(?P<sub>\d+)_(?P<file>.+)")
+CANVAS = re.compile(
+    r"(?P<name>[\w-]+?)(?P<late>_LATE)?_(?P<userid>[0-9]+)_(?P<sub>[0-9]+)_(?P<file>.+)"
+)
 # Moodle writes a full name with its "_" made spaces; no control characters
-MOODLE_NAME = r"(?P<name>[^_/\x00-\x1f\x7f]+)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)"
+MOODLE_NAME = r"(?P<name>[^_/\x00-\x1f\x7f]+)_(?P<id>[0-9]+)_assignsubmission_(?P<plugin>[a-z]+)"
 MOODLE_FOLDER = re.compile(MOODLE_NAME + "_?")
 MOODLE_FILE = re.compile(MOODLE_NAME + "_(?P<file>.+)")
 RESUBMITTED = re.compile(r"-\d+$")  # "lab1_perceptron-1.ipynb": a platform's renamed copy
@@ -70,6 +73,14 @@ RESUBMITTED = re.compile(r"-\d+$")  # "lab1_perceptron-1.ipynb": a platform's re
 NAMES_FILE = "moodle-names.json"
 # in the course folder: lab -> student id -> {"participant": id, "name": exact Moodle name}
 PARTICIPANTS_FILE = "moodle-participants.json"
+# in the course folder: student id -> where it came from ("canvas": a Canvas user id,
+# "moodle": made from a Moodle name, "folders": a folder's name); see apart()
+SOURCES_FILE = "student-sources.json"
+SOURCES = {
+    "canvas": "a Canvas download (a Canvas user id)",
+    "moodle": "a Moodle download (made from a participant's name)",
+    "folders": "a folder of submissions (a folder's name)",
+}
 
 
 @dataclass
@@ -97,15 +108,22 @@ class Intake:
     moodle_names: dict[str, str] | None = None  # the course folder's name map, if it grew
     # a Moodle download's participants: lab -> student id -> {"participant", "name"}
     participants: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    # lines for the summary: one name held by several people, each graded under an id
+    shared_names: list[str] = field(default_factory=list)
 
     def keep_names(self, course: Path) -> None:
-        """Write the grown Moodle name map and this download's participant ids into the
-        course folder (the run does, once it holds the folder's lock, so that nothing is
-        made before the submissions are read)."""
+        """Write the grown Moodle name map, this download's participant ids and where its
+        students' ids came from (:data:`SOURCES_FILE`) into the course folder (the run
+        does, once it holds the folder's lock and has set apart the ids that came from
+        another source, :func:`apart`, so that nothing is made before the submissions are
+        read)."""
         if self.moodle_names is not None:
             write_names(course, self.moodle_names)
         if self.participants:
             write_participants(course, self.participants)
+        students = {sub.student for sub in self.submissions}
+        if students:
+            write_sources(course, dict.fromkeys(students, self.layout))
 
     def report(self) -> dict:
         return {
@@ -114,6 +132,7 @@ class Intake:
             "names": dict(self.names),
             "late": list(self.late),
             "kept apart": self.kept_apart,
+            "shared names": list(self.shared_names),
         }
 
 
@@ -136,8 +155,17 @@ class _Listing:
 
 
 def _unsafe(name: str) -> str | None:
+    """Why a zip entry's name is not safe to unpack anywhere (absolute, ``..``, a drive
+    letter, a backslash, which Windows tools read as a folder separator), or None. The
+    entries the tools write are checked by it too (:mod:`labtools.platforms`)."""
     path = PurePosixPath(name)
-    if "\0" in name or path.is_absolute() or ".." in path.parts or re.match(r"[A-Za-z]:", name):
+    if (
+        "\0" in name
+        or "\\" in name
+        or path.is_absolute()
+        or ".." in path.parts
+        or re.match(r"[A-Za-z]:", name)
+    ):
         return f"the zip entry {name!r} would land outside the folder it is unpacked into"
     return None
 
@@ -403,6 +431,67 @@ def write_participants(course: Path, participants: dict) -> None:
     layout.write_whole(Path(course) / PARTICIPANTS_FILE, text)
 
 
+def read_sources(course: Path) -> dict[str, str]:
+    """Where each student id of the course folder came from (:data:`SOURCES_FILE`: one of
+    :data:`SOURCES`); {} before the first run that kept it."""
+    import json
+
+    path = Path(course) / SOURCES_FILE
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as err:
+        raise UsageError(
+            f"{path} cannot be read ({err}): restore it from a backup of the course folder; "
+            "it says where each student id came from"
+        ) from None
+    if not isinstance(found, dict) or not all(
+        isinstance(k, str) and v in SOURCES for k, v in found.items()
+    ):
+        raise UsageError(
+            f"{path} is not a map of student ids to {', '.join(SOURCES)}: restore it from a "
+            "backup of the course folder"
+        )
+    return found
+
+
+def write_sources(course: Path, sources: dict[str, str]) -> None:
+    """Add ``sources`` (student id -> where it came from) to :data:`SOURCES_FILE`, whole."""
+    import json
+
+    kept = read_sources(course)
+    kept.update(sources)
+    text = json.dumps(dict(sorted(kept.items())), indent=1) + "\n"
+    layout.write_whole(Path(course) / SOURCES_FILE, text)
+
+
+def apart(course: Path, taken: Intake) -> set[tuple[str, str]]:
+    """Set apart the submissions of ``taken`` whose student id the course folder holds
+    from another source (a Canvas user id, a Moodle name's id, a folder's name are never
+    one person because they are one string): they are not graded, and each is listed in
+    :attr:`Intake.unplaced` with why and what to do. Returns their (student, lab). An id
+    the course folder has results for but no source (a folder made by an earlier version)
+    is taken as this download's."""
+    sources = read_sources(course)
+    refused = set()
+    kept = []
+    for sub in taken.submissions:
+        source = sources.get(sub.student)
+        if source is None or source == taken.layout:
+            kept.append(sub)
+            continue
+        refused.add((sub.student, sub.lab))
+        why = (
+            f"not graded: the student id {sub.student} came to {Path(course).name} from "
+            f"{SOURCES[source]}, and here from {SOURCES[taken.layout]}; two sources never "
+            "name one person: grade this download into another --course"
+        )
+        taken.unplaced.append(Unplaced(sub.file or sub.path.name, why))
+    taken.submissions = kept
+    return refused
+
+
 @dataclass
 class _Place:
     student: str
@@ -505,8 +594,11 @@ def _platform(
             result.moodle_names = ids
         for _, where in places:
             where.name = exact_name(where.name)
-            where.student = ids[where.name]
+        known = read_participants(course) if course else {}
+        result.shared_names = moodle_people([p for _, p in places], ids, known)
         result.kept_apart = kept_apart((p.name for _, p in places), ids)
+    else:
+        result.shared_names = canvas_people([p for _, p in places])
     for file, where in places:
         placed[(where.student, where.lab)].append(file)
         result.names.setdefault(where.student, where.name)
@@ -522,10 +614,66 @@ def _platform(
             refused = _duplicates(files)
         else:
             refused = _file_refusal(listing, files[0], from_zip)
-        path = listing.root if _unsafe(files[0]) else listing.path(files[0])  # never read
-        result.submissions.append(Submission(student, lab, path, refused))
+        unsafe = from_zip and _unsafe(files[0])  # (a folder's own file names are its own)
+        path = listing.root if unsafe else listing.path(files[0])  # never read
+        result.submissions.append(Submission(student, lab, path, refused, files[0]))
     result.late = sorted(set(result.late))
     return result
+
+
+def moodle_people(places: list[_Place], ids: dict[str, str], known: dict) -> list[str]:
+    """Give each Moodle file its student id (in place): a person of a download is its
+    participant id for the lab (made per assignment). A participant the course folder
+    knows for the lab (``known``: :data:`PARTICIPANTS_FILE`) keeps its id; another gets
+    its name's id (``ids``), unless another participant holds that id for the lab, a
+    namesake: then its name's id and a digest of the lab and its participant id. Both are
+    graded; returns a line for each name that several participants hold."""
+    holder: dict[tuple[str, str], str] = {}  # (lab, student id) -> participant
+    student_of: dict[tuple[str, str], str] = {}  # (lab, participant) -> student id
+    for lab, who in known.items():
+        for student, entry in who.items():
+            holder[(lab, student)] = str(entry["participant"])
+            student_of[(lab, str(entry["participant"]))] = student
+    shared: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)  # (lab, name) -> ...
+
+    def order(where: _Place):  # the participants the course folder knows first
+        return where.lab, (where.lab, where.participant) not in student_of, int(where.participant)
+
+    for where in sorted(places, key=order):
+        student = student_of.get((where.lab, where.participant))
+        if student is None:
+            student = ids[where.name]
+            other = holder.get((where.lab, student))
+            if other is not None and other != where.participant:
+                student = f"{student}-{_digest(f'{where.lab}:{where.participant}', 0)}"
+            holder[(where.lab, student)] = where.participant
+            student_of[(where.lab, where.participant)] = student
+        where.student = student
+        shared[(where.lab, where.name)][where.participant] = student
+    lines = []
+    for (lab, name), people in sorted(shared.items()):
+        if len(people) > 1:
+            each = ", ".join(f"participant {p} -> {s}" for p, s in sorted(people.items()))
+            lines.append(
+                f"{len(people)} Moodle participants of {lab} are named {name!r}, each graded "
+                f"under an id of their own ({each}): check who is who; the Moodle export "
+                "goes by participant id"
+            )
+    return lines
+
+
+def canvas_people(places: list[_Place]) -> list[str]:
+    """A line for each name that several Canvas user ids hold in the download (each is
+    graded under its user id)."""
+    ids: dict[str, set[str]] = defaultdict(set)
+    for where in places:
+        ids[where.name].add(where.student)
+    return [
+        f"the Canvas name {name!r} is held by {len(held)} user ids, each graded as its own "
+        f"person: {', '.join(sorted(held, key=lambda s: (len(s), s)))}"
+        for name, held in sorted(ids.items())
+        if len(held) > 1
+    ]
 
 
 def _folders(listing: _Listing, labs: list[str], known: list[str]) -> Intake:
@@ -534,8 +682,10 @@ def _folders(listing: _Listing, labs: list[str], known: list[str]) -> Intake:
     result = Intake("folders", [])
     found = {}
     taken: set[str] = set()
+    stamps: dict[tuple[str, str], Path] = {}
     for sub in layout.find_submissions(listing.root, labs):
         relative = _relative(listing.root, sub.path)
+        sub.file = relative
         taken |= {relative, *(str(p) for p in PurePosixPath(relative).parents)}
         if not layout.valid_student(sub.student):
             why = f"{sub.student!r} is not a valid student id (letters, digits, _ . @ -)"
@@ -546,7 +696,8 @@ def _folders(listing: _Listing, labs: list[str], known: list[str]) -> Intake:
         if os.path.lexists(stamp):  # nbgrader's, beside the notebook
             taken.add(_relative(listing.root, stamp))
             if not sub.refused:  # (a lab folder that is a link is not looked into)
-                result.times[(sub.student, sub.lab)] = late.read_timestamp(stamp)
+                stamps[(sub.student, sub.lab)] = stamp
+    result.times.update(read_times(listing.root, stamps))
     for file, problem in sorted(listing.problems.items()):
         parts = PurePosixPath(file).parts
         lab_at = next((i for i, p in enumerate(parts) if i >= 1 and p in known), None)
@@ -580,6 +731,27 @@ def _folders(listing: _Listing, labs: list[str], known: list[str]) -> Intake:
             result.unplaced.append(Unplaced(file, why))
     result.unplaced.sort(key=lambda u: u.file)
     return result
+
+
+def read_times(root: Path, stamps: dict[tuple[str, str], Path]) -> dict:
+    """The times in these ``timestamp.txt`` files ((student, lab) -> path), read through the
+    door (:func:`labtools.door.read`, in a child under limits): a
+    :class:`labtools.late.Submitted` each, in UTC within :data:`labtools.late.YEARS`, or
+    with the problem that kept its time out."""
+    keys = sorted(stamps)
+    jobs = [functools.partial(_stamp, stamps[key]) for key in keys]
+    names = [_relative(root, stamps[key]) for key in keys]
+    found = {}
+    for key, let in zip(keys, door.read(jobs, names), strict=True):
+        if let.refused is not None:
+            found[key] = late.Submitted(source=late.TIMESTAMP, problem=str(let.refused))
+        else:
+            found[key] = late.Submitted.from_json(let.value)
+    return found
+
+
+def _stamp(path: Path) -> dict:
+    return late.read_timestamp(path).to_json()  # (in the door's child)
 
 
 def _relative(root: Path, path: Path) -> str:

@@ -59,6 +59,9 @@ TIMES = "submission-times.json"  # "<student>/<lab>" -> a Submitted, as JSON
 TIMESTAMP = "timestamp.txt"  # nbgrader's, beside a submission
 NBGRADER_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"  # nbgrader's timestamp_format default
 COUNTS = ("started", "fractional")
+YEARS = (1970, 2100)  # a time outside these years (in UTC) is no submission's or due date's
+MAX_DAYS = 3650  # an extension, or the days a late mark without a time counts, at most
+MAX_GRACE = 7 * 24 * 60  # minutes of grace, at most (a week)
 # the columns grades.csv has from adjust(), after its others
 COLUMNS = ["submitted", "late_days", "penalty_percent", "deduction", "adjusted_total", "status"]
 PENALTY_KEYS = {
@@ -87,11 +90,32 @@ class Submitted:
 
     @classmethod
     def from_json(cls, data: dict) -> Submitted:
+        """A time as :meth:`to_json` wrote it (by this version or an earlier one, which
+        may have kept any time: one outside :data:`YEARS` becomes a problem, not a time)."""
         data = dict(data)
-        if data.get("time"):
-            data["time"] = dt.datetime.fromisoformat(data["time"])
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        found = cls(**{k: v for k, v in data.items() if k in names and k != "time"})
+        if data.get("time"):
+            try:
+                found.time = checked(dt.datetime.fromisoformat(data["time"]), "")
+            except (TypeError, ValueError) as err:
+                found.problem = f"{found.source or 'its source'} gave a time that cannot be: {err}"
+        return found
+
+
+def checked(when: dt.datetime, what: str) -> dt.datetime:
+    """``when`` in UTC, or a ValueError naming ``what`` for a time without a zone or one
+    outside the years :data:`YEARS` once its offset is applied."""
+    what = f"{what} " if what else ""
+    if not isinstance(when, dt.datetime) or when.tzinfo is None or when.utcoffset() is None:
+        raise ValueError(f"{what}{when!s} has no time zone")
+    try:
+        utc = when.astimezone(dt.UTC)
+    except OverflowError:
+        utc = None
+    if utc is None or not YEARS[0] <= utc.year <= YEARS[1]:
+        raise ValueError(f"{what}{when.isoformat()} is outside the years {YEARS[0]}-{YEARS[1]}")
+    return utc
 
 
 @dataclass
@@ -170,12 +194,11 @@ def _line_of(text: str, table: str, index: int | None, key: str | None) -> int |
     return start
 
 
-def _number(value, entry: str, *, low: float = 0.0, high: float | None = None) -> float:
+def _number(value, entry: str, *, low: float = 0.0, high: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
         raise _Refusal(entry, f"is not a number (got {value!r})")
-    if value < low or (high is not None and value > high):
-        limits = f"from {low:g} to {high:g}" if high is not None else f"at least {low:g}"
-        raise _Refusal(entry, f"must be {limits} (got {value!r})")
+    if not low <= value <= high:  # inf too
+        raise _Refusal(entry, f"must be from {low:g} to {high:g} (got {value!r})")
     return float(value)
 
 
@@ -190,6 +213,10 @@ def _time(value, entry: str) -> dt.datetime:
         raise _Refusal(entry, f"is not a date and time (got {value!r})")
     if value.tzinfo is None or value.utcoffset() is None:
         raise _Refusal(entry, f"has no time zone ({value.isoformat()}): add one, e.g. +01:00")
+    try:
+        checked(value, "")
+    except ValueError:
+        raise _Refusal(entry, f"is outside the years {YEARS[0]}-{YEARS[1]} (got {value})") from None
     return value
 
 
@@ -241,8 +268,8 @@ def _parse(data: dict, text: str, labs: list[str], name: str) -> Policy:
     for key, low, high in (
         ("percent_per_day", 0, 100),
         ("cap_percent", 0, 100),
-        ("grace_minutes", 0, None),
-        ("unknown_late_days", 0, None),
+        ("grace_minutes", 0, MAX_GRACE),
+        ("unknown_late_days", 0, MAX_DAYS),
     ):
         if key in penalty:
             try:
@@ -315,7 +342,7 @@ def _entry(policy: Policy, kind: str, entry: dict, where: str, labs, line) -> No
             raise fail("days", "or due: give exactly one (a number of days or a new due date)")
         key = given[0]
         try:
-            value = _number(entry[key], where + key) if key == "days" else None
+            value = _number(entry[key], where + key, high=MAX_DAYS) if key == "days" else None
             value = value if key == "days" else _time(entry[key], where + key)
         except _Refusal as err:
             err.line = line(key)
@@ -329,7 +356,7 @@ def _entry(policy: Policy, kind: str, entry: dict, where: str, labs, line) -> No
             raise fail("percent", "or points: give exactly one (the deduction set by hand)")
         key = given[0]
         try:
-            high = 100 if key == "percent" else None
+            high = 100 if key == "percent" else 1e9
             value = _number(entry[key], where + key, high=high)
         except _Refusal as err:
             err.line = line(key)
@@ -365,8 +392,12 @@ def parse_timestamp(text: str) -> dt.datetime:
     zone's name, ``UTC`` by default, or an offset ``+0100``), or ISO 8601 (``zip_collect``
     writes ``isoformat(" ")``); without a zone it is UTC, as nbgrader's ``parse_utc``
     takes it. A ValueError for anything else, and for a zone name the time zone database
-    does not know (``CEST``: nbgrader would silently take it as UTC)."""
-    text = text.strip()
+    does not know (``CEST``: nbgrader would silently take it as UTC), and for a time
+    outside the years :data:`YEARS` (:func:`checked`). The time is returned in UTC."""
+    return checked(_timestamp(text.strip()), "")
+
+
+def _timestamp(text: str) -> dt.datetime:
     parts = text.split(" ")
     if len(parts) == 3:
         stamp, zone = " ".join(parts[:2]), parts[2]
@@ -452,8 +483,8 @@ def record_times(course: Path, times: dict[tuple[str, str], Submitted]) -> None:
 
     kept = read_times(course)
     for (student, lab), when in times.items():
-        if when.time is not None and when.time.utcoffset() is None:
-            raise ValueError(f"{student}/{lab}: the time {when.time} has no time zone")
+        if when.time is not None:  # a ValueError for a time without a zone or out of range
+            when = dataclasses.replace(when, time=checked(when.time, f"{student}/{lab}: the time"))
         if not when.digest:
             result = courses.result_path(course, student, lab)
             digest = read_row(result).digest if result.exists() else ""
@@ -554,7 +585,10 @@ def adjust(row: dict, policy: Policy | None, submitted: Submitted | None) -> dic
     if submitted is not None:
         when = submitted.time.astimezone(dt.UTC).isoformat() if submitted.time else ""
         out["submitted"] = when or ("late, time unknown" if submitted.late else "")
-    late = assess(row["student"], row["lab"], row["total"], policy, submitted)
+    try:
+        late = assess(row["student"], row["lab"], row["total"], policy, submitted)
+    except (ArithmeticError, ValueError) as err:  # this row's lateness, never the table's
+        late = Late(note=f"lateness not assessed ({err}): nothing deducted")
     if late.days is not None:
         out["late_days"] = round(late.days, 4)
     out["penalty_percent"], out["deduction"] = late.percent, late.deduction

@@ -42,7 +42,7 @@ student without a feedback page.
 from __future__ import annotations
 
 import csv
-import io
+import functools
 import json
 import re
 import zipfile
@@ -103,7 +103,7 @@ def moodle_times(course: Path, lab: str, rows: list[list[str]], header: list[str
             continue
         text = row[column].strip()
         try:
-            when = dt.datetime.strptime(text, MOODLE_TIME).replace(tzinfo=zone)
+            when = late.checked(dt.datetime.strptime(text, MOODLE_TIME).replace(tzinfo=zone), "")
         except ValueError:
             if text not in ("", "-"):
                 unread.append(f"{student} ({text!r})")
@@ -152,29 +152,22 @@ class Table:
     hold a character of :data:`NEEDS_QUOTES`, read from how its header is written)."""
 
     def __init__(self, path: Path, what: str):
+        from labtools import door
+
         path = Path(path)
         try:
-            data = path.read_bytes()
+            with open(path, "rb"):
+                pass
         except OSError as err:
             raise UsageError(f"{path} cannot be read ({err.strerror}): {what}") from None
-        self.bom = data.startswith(b"\xef\xbb\xbf")
-        try:
-            text, self.encoding = data.decode("utf-8-sig"), "utf-8"
-        except UnicodeDecodeError:  # saved again by a spreadsheet: its bytes kept as they are
-            text, self.encoding = data.decode("latin-1"), "latin-1"
-        self.newline = "\r\n" if "\r\n" in text else "\n"
-        try:
-            self.rows = list(csv.reader(io.StringIO(text, newline=""), strict=True))
-        except csv.Error as err:
-            raise UsageError(f"{path} is not a CSV file ({err}): {what}") from None
-        header = self.rows[0] if self.rows else []
-        first = text.split("\n", 1)[0].rstrip("\r")
-        if header and first.count('"') >= 2 * len(header) and first.startswith('"'):
-            self.quoting = "all"
-        elif any(" " in h and f'"{h}"' in first and not set(h) & set(',"') for h in header):
-            self.quoting = "fputcsv"
-        else:
-            self.quoting = "minimal"
+        # read by the door, in a child under limits (its names are the students')
+        (let,) = door.read([functools.partial(door.table, str(path))], [str(path)])
+        if let.refused is not None:
+            raise UsageError(f"{let.refused}: {what}")
+        found = let.value
+        self.rows = found["rows"]
+        self.bom, self.encoding = found["bom"], found["encoding"]
+        self.newline, self.quoting = found["newline"], found["quoting"]
         self.path = path
 
     def field(self, text: str) -> str:
@@ -184,16 +177,8 @@ class Table:
 
     def write(self, path: Path, rows: list[list[str]]) -> None:
         text = "".join(",".join(map(self.field, row)) + self.newline for row in rows)
-        write_bytes(
-            path, (b"\xef\xbb\xbf" if self.bom else b"") + text.encode(self.encoding, "replace")
-        )
-
-
-def write_bytes(path: Path, data: bytes) -> None:
-    """Write a file whole or not at all."""
-    part = Path(path).with_name(Path(path).name + ".part")
-    part.write_bytes(data)
-    part.replace(path)
+        data = (b"\xef\xbb\xbf" if self.bom else b"") + text.encode(self.encoding, "replace")
+        layout.write_whole(path, data)
 
 
 # ---------------------------------------------------------------------------------------
@@ -229,11 +214,10 @@ def _folded(text: str) -> str:
 
 
 def names_lab(title: str, lab: str, heading: str, label: str) -> bool:
-    """Whether a Canvas assignment's title names the lab (see the module)."""
-    title = _folded(title)
-    if lab.casefold() in title or _folded(heading) in title:
-        return True
-    return re.search(rf"(?<!\w){re.escape(_folded(label))}(?!\d)", title) is not None
+    """Whether a Canvas assignment's title is the lab's name, exactly (case and spacing
+    aside): its id, its title or its label; a title that only holds one of them ("Lab 6
+    pre-lab quiz") is another assignment's, chosen only by ``--column``."""
+    return _folded(title) in {_folded(lab), _folded(heading), _folded(label)}
 
 
 def parse_columns(items: list[str] | None, labs: list[str]) -> dict[str, str]:
@@ -256,12 +240,17 @@ def title_of(header: str) -> str:
     return ASSIGNMENT.fullmatch(header)["title"]
 
 
+def id_of(header: str) -> str:
+    """An assignment column's assignment id: "Lab 1 (1234)" -> "1234"."""
+    return ASSIGNMENT.fullmatch(header)["id"]
+
+
 def choose_column(course: Path, lab: str, header: list[str], first: int, given: str | None):
     """The index of the export's column for ``lab`` (see the module); UsageError if none
     or several."""
     assignments = {k: h for k, h in enumerate(header) if k >= first and ASSIGNMENT.fullmatch(h)}
     if given is not None:
-        found = [k for k, h in assignments.items() if given in (h, title_of(h))]
+        found = [k for k, h in assignments.items() if given in (h, title_of(h), id_of(h))]
         how = f"--column {lab}={given!r} matches"
     else:
         heading, label = lab_titles(course, lab)
@@ -273,9 +262,30 @@ def choose_column(course: Path, lab: str, header: list[str], first: int, given: 
     if not found:
         raise UsageError(
             f"{how} no assignment column of the export; its assignments: {shown or 'none'}; "
-            f"name one with --column {lab}='TITLE (ID)'"
+            f"name one with --column {lab}='TITLE (ID)' (or its id alone)"
         )
     raise UsageError(f"{how} {len(found)} columns ({shown}); name one with --column {lab}=...")
+
+
+def canvas_keys(course: Path, students: set[str]) -> dict[str, set[str]]:
+    """The graded students that each identity column of Canvas's export may name, by where
+    each one's id came from (:data:`labtools.intake.SOURCES_FILE`): a Canvas download's
+    user ids by ``ID``, a folder's names by ``SIS User ID`` or ``SIS Login ID``; an id of a
+    course folder made before sources were kept, by any of the three (a row that two of
+    them match is refused). A Moodle download's ids are Moodle's: refused (one line)."""
+    from labtools import intake
+
+    sources = intake.read_sources(course)
+    moodle = sorted(s for s in students if sources.get(s) == "moodle")
+    if moodle:
+        raise UsageError(
+            f"{len(moodle)} graded students came from a Moodle download (their ids are made "
+            f"from Moodle names, which Canvas does not know): {', '.join(moodle[:10])}"
+            f"{', ...' if len(moodle) > 10 else ''}; export them with --moodle"
+        )
+    by_id = {s for s in students if sources.get(s) in ("canvas", None)}
+    by_sis = {s for s in students if sources.get(s) in ("folders", None)}
+    return {"ID": by_id, "SIS User ID": by_sis, "SIS Login ID": by_sis}  # (in this order)
 
 
 def canvas(course, gradebook, columns: list[str] | None = None) -> Path:
@@ -307,8 +317,9 @@ def canvas(course, gradebook, columns: list[str] | None = None) -> Path:
         )
     names = [h.strip() for h in header[:first]]
     students = {s for lab in wanted for s in graded[lab]}
-    rows, found = [header[:first] + [header[index[lab]] for lab in wanted]], set()
-    for row in table.rows[1:]:
+    keys = canvas_keys(course, students)
+    rows, matched = [header[:first] + [header[index[lab]] for lab in wanted]], {}
+    for k, row in enumerate(table.rows[1:], start=2):
         row = row + [""] * (first - len(row))
         if not any(cell.strip() for cell in row):
             continue
@@ -316,19 +327,35 @@ def canvas(course, gradebook, columns: list[str] | None = None) -> Path:
             rows.append(row[:first] + [number(maxima[lab]) for lab in wanted])
             continue
         ids = dict(zip(names, (cell.strip() for cell in row[:first]), strict=True))
-        student = ids["ID"] if ids["ID"] in students else None
-        if student is None:
-            sis = {ids.get("SIS User ID"), ids.get("SIS Login ID")} & students
-            student = sis.pop() if len(sis) == 1 else None
-        found.add(student)
+        # each student by the keys of the source their id came from, never another's
+        found = {ids[c] for c in keys if c in ids and ids[c] and ids[c] in keys[c]}
+        if len(found) > 1:
+            raise UsageError(
+                f"row {k} of {gradebook} names {len(found)} graded students "
+                f"({', '.join(sorted(found))}) in its ID and SIS columns: check who is who, "
+                "then grade the folders named by one kind of id"
+            )
+        student = found.pop() if found else None
+        if student is not None:
+            matched.setdefault(student, []).append(k)
         cells = [graded.get(lab, {}).get(student) for lab in wanted]
         rows.append(row[:first] + [number(float(r["adjusted_total"])) if r else "" for r in cells])
-    missing = sorted(students - found)
-    if missing:
+    twice = {s: lines for s, lines in matched.items() if len(lines) > 1}
+    if twice:
+        listed = "; ".join(
+            f"{s} on rows {', '.join(map(str, n))}" for s, n in sorted(twice.items())
+        )
         raise UsageError(
-            f"{len(missing)} graded students are not in {gradebook} (by ID, SIS User ID or "
-            f"SIS Login ID): {', '.join(missing)}; download the gradebook export again "
-            "after they are enrolled"
+            f"graded students match more than one row of {gradebook} (by the ID of one row "
+            f"and an SIS id of another): {listed}; nothing written: check who is who"
+        )
+    missing = sorted(students - set(matched))
+    if missing:
+        columns = [c for c, held in keys.items() if held & set(missing)]
+        how = " or ".join(filter(None, [", ".join(columns[:-1]), columns[-1]]))
+        raise UsageError(
+            f"{len(missing)} graded students are not in {gradebook} (by {how}): "
+            f"{', '.join(missing)}; download the gradebook export again after they are enrolled"
         )
     out = course / CANVAS_FILE
     table.write(out, rows)
@@ -340,15 +367,40 @@ def canvas(course, gradebook, columns: list[str] | None = None) -> Path:
 
 
 def comment(row: dict) -> str:
-    """The feedback comment of one graded notebook: its points and its status."""
+    """The feedback comment of one graded notebook: its points and its status (capped,
+    :func:`labtools.wire.capped`)."""
+    from labtools.wire import capped
+
     late = float(row["deduction"] or 0)
-    return (
+    return capped(
         f"{number(float(row['adjusted_total']))} of {number(float(row['max_score']))} points: "
         f"{number(float(row['automatic']))} automatic, {number(float(row['manual']))} "
         "graded by hand"
         + (f", {number(late)} deducted for late work" if late else "")
         + f". Status: {row['status']}."
     )
+
+
+# what Moodle's clean_filename (PARAM_FILE) takes out of a file name
+MOODLE_CLEAN = re.compile(r"[\x00-\x1f\x7f&<>\"`|':\\/]")
+
+
+def feedback_entry(name: str, participant: str, lab: str) -> str:
+    """The zip entry of a student's feedback page as Moodle's feedback upload takes it:
+    ``<Full Name>_<participant id>_assignsubmission_file_/<lab>.html``, the name cleaned
+    as Moodle cleans a file name (no ``\\``, ``/``, ``:`` and the like), without "_" (Moodle
+    splits the folder's name there) and cut to :data:`labtools.wire.NAME` characters; the
+    participant id alone tells Moodle who it is. Checked as an incoming entry is
+    (:func:`labtools.intake._unsafe`)."""
+    from labtools.intake import _unsafe
+    from labtools.wire import NAME, capped
+
+    clean = capped(MOODLE_CLEAN.sub("", name.replace("_", " ")), NAME, escapes=False)
+    clean = clean.strip() or "student"
+    entry = f"{clean}_{participant}_assignsubmission_file_/{lab}.html"
+    if not participant.isdigit() or _unsafe(entry):
+        raise UsageError(f"no safe feedback file name for participant {participant!r}")
+    return entry
 
 
 def moodle(course, worksheet, lab: str) -> dict[str, Path]:
@@ -421,12 +473,8 @@ def moodle(course, worksheet, lab: str) -> dict[str, Path]:
     out = course / f"moodle-{lab}-worksheet.csv"
     table.write(out, rows)
     archive = course / f"moodle-{lab}-feedback.zip"
-    part = archive.with_name(archive.name + ".part")
-    with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as zf:
+    with layout.whole(archive) as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
         for student in sorted(mine):
             who = known[student]
-            name = who["name"].replace("_", " ")  # Moodle splits the folder's name at "_"
-            folder = f"{name}_{who['participant']}_assignsubmission_file_"
-            zf.write(pages[student], f"{folder}/{lab}.html")
-    part.replace(archive)
+            zf.write(pages[student], feedback_entry(who["name"], who["participant"], lab))
     return {"worksheet": out, "feedback": archive} | ({"note": said} if said else {})

@@ -8,13 +8,14 @@ run that is stopped resumes where it was.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import warnings
 from pathlib import Path
 
 from labtools import course as courses
 from labtools.layout import Submission, write_whole
-from labtools.wire import Outcome, Row, Status
+from labtools.wire import Outcome, Row, Status, capped
 
 
 def release_texts(course: Path, lab: str) -> dict[str, str]:
@@ -23,6 +24,47 @@ def release_texts(course: Path, lab: str) -> dict[str, str]:
 
     nb = json.loads((course / "release" / lab / f"{lab}.ipynb").read_text())
     return {grade_id(c): text(c) for c in nb["cells"] if grade_id(c)}
+
+
+NOTES = 8  # notes a row's status shows (the log has every one)
+NOTE = 200  # characters of each note shown
+# what a row's status says of scores given by hand for answers that changed since
+STALE = "scores given by hand for answers that changed since, not kept"
+
+
+def answer_digests(result: dict) -> dict[str, str]:
+    """{grade id: SHA-256 of its text} of each answer cell as graded (the text the
+    instructor reads in formgrader), and ``"*"``: of all of them together (what a score
+    given by hand to a test cell belongs to)."""
+    found, everything = {}, hashlib.sha256()
+    for entry in result["cells"]:
+        gid = entry.get("grade_id")
+        if gid and entry["role"] in ("answer", "written") and gid not in found:
+            data = entry["source"].encode("utf-8", "surrogatepass")
+            found[gid] = hashlib.sha256(data).hexdigest()
+            everything.update(f"{len(gid)}:{gid}{found[gid]}".encode("utf-8", "surrogatepass"))
+    found["*"] = everything.hexdigest()
+    return found
+
+
+def same_answer(previous: Row | None, digest: str, key: str, now: dict[str, str]) -> bool:
+    """Whether the answer ``key`` (a grade id, or "*") is the one the row graded before
+    (``previous``) had: by its digest where the row kept it, else by the whole notebook's
+    (a row of an earlier version); no row before: not known, so not the same."""
+    if previous is None:
+        return False
+    if previous.answers is not None:
+        return previous.answers.get(key) == now.get(key)
+    return bool(previous.digest) and previous.digest == digest
+
+
+def shown_notes(notes: list[str]) -> str:
+    """The notes as a row's status shows them: each cut to :data:`NOTE` characters, at most
+    :data:`NOTES` of them, and how many more the log has."""
+    shown = [capped(n, NOTE) for n in notes[:NOTES]]
+    if len(notes) > NOTES:
+        shown.append(f"{len(notes) - NOTES} more notes in the log")
+    return "".join(f"; {n}" for n in shown)
 
 
 class Recorder:
@@ -43,9 +85,19 @@ class Recorder:
             self._gb.close()
             self._gb = None
 
-    def gradebook(self, student: str, lab: str, result: dict) -> None:
-        """The automatic scores of one notebook into nbgrader's gradebook (manual scores
-        that an instructor entered stay)."""
+    def gradebook(
+        self,
+        student: str,
+        lab: str,
+        result: dict,
+        previous: Row | None = None,
+        digest: str = "",
+    ) -> list[str]:
+        """The automatic scores of one notebook into nbgrader's gradebook. A score that an
+        instructor gave by hand stays if it was given for the same answer (``previous``:
+        the row graded before, with its answers' digests, :func:`same_answer`); one for an
+        answer that changed since is taken out and its cell waits for grading by hand
+        again. Returns a note for each score taken out ("ex6-answer (2 points)")."""
         from nbgrader.api import Gradebook, MissingEntry
 
         if self._gb is None:
@@ -53,6 +105,8 @@ class Recorder:
         if lab not in self._stubs:
             self._stubs[lab] = release_texts(self.course, lab)
         gb, stubs = self._gb, self._stubs[lab]
+        now = answer_digests(result)
+        dropped = []
         with warnings.catch_warnings():
             # nbgrader's add_submission makes SQLAlchemy warn about its own session (harmless)
             warnings.simplefilter("ignore", category=Warning)
@@ -66,6 +120,12 @@ class Recorder:
             comments = {c.name: c for c in notebook.comments}
             for entry in result["cells"]:
                 gid = entry["grade_id"]
+                grade = grades.get(gid) if gid else None
+                if grade is not None and grade.manual_score is not None:
+                    key = gid if entry["role"] in ("answer", "written") else "*"
+                    if not same_answer(previous, digest, key, now):
+                        dropped.append(f"{gid} ({grade.manual_score:g} points)")
+                        grade.manual_score = None
                 if entry["role"] == "test":
                     grades[gid].auto_score = entry["score"]
                     grades[gid].needs_manual_grade = grades[gid].manual_score is not None
@@ -76,6 +136,7 @@ class Recorder:
                     empty = entry["source"].strip() in ("", stubs.get(gid, "").strip())
                     comments[gid].auto_comment = "No response." if empty else None
             gb.db.commit()
+        return dropped
 
     def record(
         self, sub: Submission, *, digest: str, data: bytes | None, outcome: Outcome | None
@@ -85,6 +146,7 @@ class Recorder:
         ``results/<student>/<lab>.json``."""
         course = self.course
         log = course / "logs" / f"{sub.student}--{sub.lab}.log"
+        path = courses.result_path(course, sub.student, sub.lab)
         if sub.refused:
             row = Row.of(sub.student, sub.lab, digest, sub.refused)
         elif outcome.status is Status.UNREADABLE:
@@ -94,29 +156,35 @@ class Recorder:
             write_whole(log, outcome.detail)
         else:
             result = outcome.evaluation
+            previous = None
+            if path.exists():
+                try:
+                    previous = read_row(path)
+                except (OSError, ValueError, KeyError, TypeError):
+                    previous = None
             where = f"{sub.student}/{sub.lab}/{sub.lab}.ipynb"
-            (course / "submitted" / where).parent.mkdir(parents=True, exist_ok=True)
-            (course / "submitted" / where).write_bytes(data)
+            write_whole(course / "submitted" / where, data)
             write_whole(course / "autograded" / where, json.dumps(outcome.autograded, indent=1))
-            self.gradebook(sub.student, sub.lab, result)
+            dropped = self.gradebook(sub.student, sub.lab, result, previous, digest)
             notes = list(result["notes"])
             if result["stopped"]:
                 notes.insert(0, f"the notebook's process was stopped: {result['stopped']}")
+            if dropped:  # first: what the instructor must do again
+                notes.insert(0, f"{STALE}: {', '.join(dropped)}; grade them again in formgrader")
             row = Row(sub.student, sub.lab, digest, Status.GRADED)
-            row.detail = "".join(f"; {n}" for n in notes)
+            row.detail = shown_notes(notes)
             row.tests = {
                 e["grade_id"]: {"score": e["score"], "points": e["points"], "message": e["message"]}
                 for e in result["cells"]
                 if e["role"] == "test"
             }
             row.seconds = result["seconds"]
+            row.answers = answer_digests(result)
             messages = [
                 f"{e['grade_id']}: {e['message']}" for e in result["cells"] if e.get("message")
             ]
-            write_whole(
-                log, "\n".join([row.text, *messages, "--- output ---", result["output"]]) + "\n"
-            )
-        path = courses.result_path(course, sub.student, sub.lab)
+            whole = [Status.GRADED.value, *(f"note: {n}" for n in notes), *messages]
+            write_whole(log, "\n".join([*whole, "--- output ---", result["output"]]) + "\n")
         write_whole(path, json.dumps(row.to_json(), indent=1))
         return row
 

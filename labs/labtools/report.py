@@ -81,7 +81,7 @@ def _read_json(path: Path) -> dict | None:
         if path.stat().st_size > layout.MAX_NOTEBOOK:
             return None
         data = json.loads(path.read_text(errors="replace"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # (a copy an earlier version kept as handed in)
         return None
     return data if isinstance(data, dict) else None
 
@@ -119,14 +119,21 @@ def read_lab(course: Path, name: str, students: list[str]) -> Lab:
     return lab
 
 
-def submitted_answers(course: Path, lab: Lab) -> list[similarity.Answer]:
-    """Each graded student's answer cells, matched by grade id (the first of each)."""
-    found = []
+def submitted_answers(
+    course: Path, lab: Lab
+) -> tuple[list[similarity.Answer], dict[str, dict[str, str]]]:
+    """Each graded student's answer cells, matched by grade id (the first of each): what
+    similarity compares (:func:`labtools.similarity.stripped`, then cut), and what the
+    page shows of each: the answer as written when it fits in :data:`MAX_SHOWN`
+    characters, else what similarity compared (a long comment does not fill the page)."""
+    found, shown = [], {}
+    code = {gid: kind == "code" for gid, kind in lab.answers.items()}
     for student, row in sorted(lab.rows.items()):
         if not row.graded:
             continue
         path = course / "submitted" / student / lab.name / f"{lab.name}.ipynb"
         cells: dict[str, str] = {}
+        mine: dict[str, str] = {}
         for cell in _cells(_read_json(path)):
             gid = nbcells.grade_id(cell)
             if (
@@ -134,20 +141,22 @@ def submitted_answers(course: Path, lab: Lab) -> list[similarity.Answer]:
                 and gid not in cells
                 and cell.get("cell_type") == lab.answers[gid]
             ):
-                cells[gid] = nbcells.text(cell)[: similarity.MAX_CHARS]
-        code = {gid: kind == "code" for gid, kind in lab.answers.items()}
+                text = nbcells.text(cell)
+                cells[gid] = similarity.stripped(text, code[gid])[: similarity.MAX_CHARS]
+                mine[gid] = text if len(text) <= MAX_SHOWN else cells[gid][: MAX_SHOWN + 1]
         found.append(similarity.Answer(student, cells, code))
-    return found
+        shown[student] = mine
+    return found, shown
 
 
 def lab_pairs(course: Path, lab: Lab) -> tuple[list[similarity.Pair], dict[str, dict]]:
     """The lab's similar pairs, and each student's answers (to show them)."""
-    answers = submitted_answers(course, lab)
+    answers, shown = submitted_answers(course, lab)
     code = {gid: kind == "code" for gid, kind in lab.answers.items()}
     texts = {gid: [lab.stubs.get(gid, ""), lab.solutions.get(gid, "")] for gid in lab.answers}
     excluded = similarity.excluded_kgrams(texts, code, lab.given)
     pairs = similarity.similar_pairs(lab.name, answers, excluded, lab.given)
-    return pairs, {a.student: a.cells for a in answers}
+    return pairs, shown
 
 
 # --- figures -------------------------------------------------------------------------------
@@ -289,10 +298,13 @@ def similarity_section(pairs: list[similarity.Pair], shown: dict[tuple, dict]) -
     out = ['<section id="similarity"><h2>Similar answers</h2>']
     out.append(
         f'<p class="note">Pairs whose answer cells share at least {similarity.MIN_SHARED} '
-        f"fingerprints ({similarity.K}-token runs, names renamed, the stub and the "
-        "instructor's solution left out, and what more than a tenth of a lab's class "
-        f"writes) with a Jaccard index of at least {similarity.THRESHOLD:.0%}; closest "
-        "first. Alike is not copied: read both answers.</p>"
+        f"fingerprints ({similarity.K}-token runs, names renamed, comments and blank "
+        "lines left out, the stub and the instructor's solution left out, and what more "
+        f"than a tenth of a lab's class writes) with a Jaccard index of at least "
+        f"{similarity.THRESHOLD:.0%}, or of which one answer's are at least "
+        f"{similarity.CONTAINED:.0%} in the other's; closest first (the larger of the two "
+        "scores). Alike is not copied: read both answers (a long one is shown without its "
+        "comments).</p>"
     )
     if not pairs:
         out.append("<p>No pair above the threshold.</p></section>")

@@ -14,8 +14,6 @@ import contextlib
 import json
 import multiprocessing
 import os
-import signal
-import sys
 import traceback
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict
@@ -23,6 +21,7 @@ from pathlib import Path
 
 from labtools import course as courses
 from labtools import layout
+from labtools.children import die_with_parent
 from labtools.feedback import feedback_task, generate_feedback
 from labtools.layout import Submission
 from labtools.record import Recorder
@@ -80,22 +79,6 @@ def not_run(sub: Submission, digest: str, why: str = "the cluster stopped") -> R
     """The row of a notebook whose task was cancelled: not saved, so the next run grades it."""
     detail = f": {why} before grading it; run the same command again"
     return Row(sub.student, sub.lab, digest, Status.NOT_RUN, detail)
-
-
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def die_with_parent(parent: int) -> None:
-    """Have the kernel kill this process when its parent dies (``prctl(PR_SET_PDEATHSIG)``),
-    however the parent ends (kill -9, the OOM killer); and exit now if it already has. A
-    pool worker otherwise lives on, blocked on a queue whose write end it holds itself."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # the parent died before the line above
-        os._exit(1)
 
 
 def _worker_start(parent: int) -> None:

@@ -16,18 +16,26 @@ most correct answers resemble), and, as MOSS's ``-m``, those held by more than
 :func:`common_limit` students of the lab (a usual way to write it, not a copy).
 
 Answers are compared cell by cell (one copied exercise among five is a copy): a cell's
-score is the Jaccard index of the two fingerprint sets (shared over either's); a pair of
-students is reported for each cell with at least ``MIN_SHARED`` shared fingerprints and a
-score of at least ``THRESHOLD``, its closest cell first, the pairs best first. Pairs are
-counted through an index from each fingerprint to its students, so the work grows with the
-shared fingerprints, not with the square of the class. Each answer is cut to
-``MAX_CHARS`` characters first. The tokens are found by a regular expression and
-hashed by numpy: for 300 students and 7 labs, seconds (benchmarks/bench_report.py).
+score is the larger of the Jaccard index of the two fingerprint sets (shared over either's)
+and their containment (shared over the smaller set's: a copy padded with code of one's own
+keeps it); a pair of students is reported for each cell with at least ``MIN_SHARED``
+shared fingerprints and a Jaccard index of at least ``THRESHOLD`` or a containment of at
+least ``CONTAINED`` (with ``2 * MIN_SHARED`` shared), its closest cell first, the pairs best
+first. Pairs are counted through an index from each fingerprint to its students, so the
+work grows with the shared fingerprints, not with the square of the class.
+
+What is compared of an answer is its text without comments, IPython magics and blank lines
+(and a string's content: every string is one token), :func:`stripped`, in linear time over
+the whole answer, and only then cut: to ``MAX_CHARS`` characters and ``MAX_TOKENS``
+tokens. A copy behind a long comment is compared as the copy it is. The tokens are found
+by a regular expression and hashed by numpy: for 300 students and 7 labs, seconds
+(benchmarks/bench_report.py).
 """
 
 from __future__ import annotations
 
 import builtins
+import itertools
 import keyword
 import re
 import zlib
@@ -39,8 +47,10 @@ import numpy as np
 
 K = 10  # tokens per k-gram
 WINDOW = 4  # k-gram hashes per winnowing window: a shared run of K + WINDOW - 1 is found
-MAX_CHARS = 20_000  # characters of one answer considered
+MAX_CHARS = 200_000  # characters of one answer considered, once stripped (stripped())
+MAX_TOKENS = 10_000  # tokens of one answer considered
 THRESHOLD = 0.5  # the Jaccard index from which a pair is reported
+CONTAINED = 0.8  # the containment (shared over the smaller set) from which a pair is reported
 MIN_SHARED = 4  # fingerprints a reported pair shares at least
 PLACEHOLDER = "V"
 KNOWN = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | frozenset(keyword.softkwlist)
@@ -68,6 +78,64 @@ TOKEN = re.compile(
 )
 STRING = re.compile(r"[rRbBuUfF]{0,2}['\"]")
 NAME = re.compile(r"[^\W\d]\w*")
+
+
+_CODE_NEXT = re.compile(r"#|[\"']")  # where a comment or a string starts
+_SINGLE = {q: re.compile(rf"(?:\\.|[^{q}\\\n])*{q}?") for q in "\"'"}  # the rest of a string
+_COMMENT_END = re.compile(r"-->")
+
+
+def _triple_end(text: str, start: int, quote: str) -> int:
+    """Where the triple-quoted string whose content starts at ``start`` ends (past its
+    closing quotes; the text's end if it has none)."""
+    at = start
+    while True:
+        found = text.find(quote, at)
+        if found < 0:
+            return len(text)
+        before = found
+        while before > start and text[before - 1] == "\\":
+            before -= 1
+        if (found - before) % 2 == 0:  # not escaped
+            return found + 3
+        at = found + 1
+
+
+def stripped(source: str, code: bool = True) -> str:
+    """What of an answer is compared: code without comments, IPython magics (``%``, ``!``)
+    and blank lines, each string literal written ``"S"`` (its content is not compared); a
+    written answer without HTML comments and blank lines. Linear in the answer's length, so
+    that the whole answer is read before anything is cut."""
+    out, at = [], 0
+    if code:
+        while True:
+            found = _CODE_NEXT.search(source, at)
+            if found is None:
+                out.append(source[at:])
+                break
+            out.append(source[at : found.start()])
+            start = found.start()
+            if source[start] == "#":
+                end = source.find("\n", start)
+                at = len(source) if end < 0 else end
+                continue
+            quote = source[start]
+            if source.startswith(quote * 3, start):
+                at = _triple_end(source, start + 3, quote * 3)
+            else:
+                at = _SINGLE[quote].match(source, start + 1).end()
+            out.append('"S"')
+    else:
+        while True:
+            start = source.find("<!--", at)
+            if start < 0:
+                out.append(source[at:])
+                break
+            out.append(source[at:start])
+            end = _COMMENT_END.search(source, start + 4)
+            at = len(source) if end is None else end.end()
+    lines = "".join(out).splitlines()
+    return "\n".join(line for line in lines if line.strip() and not (code and MAGIC.match(line)))
 
 
 def given_names(code_cells: Iterable[str]) -> frozenset[str]:
@@ -102,10 +170,20 @@ class Normal(dict):
         return found
 
 
+def _tokens(source: str, code: bool) -> list[str]:
+    """The tokens of an answer as written (:func:`stripped` first, then cut)."""
+    text = stripped(source, code)[:MAX_CHARS]
+    if code:
+        found = (m[1] for m in TOKEN.finditer(text) if m[1])
+    else:
+        found = (m[0].lower() for m in WORD.finditer(text))
+    return list(itertools.islice(found, MAX_TOKENS))
+
+
 def code_tokens(source: str, given: frozenset[str] = frozenset()) -> list[str]:
     """The normalised tokens of a code cell (see the module's docstring)."""
     normal = Normal(given)
-    found = list(filter(None, TOKEN.findall(MAGIC.sub("", source[:MAX_CHARS]))))
+    found = _tokens(source, True)
     for token in found:
         normal[token]
     return [normal.text[token] for token in found]
@@ -113,15 +191,12 @@ def code_tokens(source: str, given: frozenset[str] = frozenset()) -> list[str]:
 
 def text_tokens(source: str) -> list[str]:
     """The normalised tokens of a written answer: its words, in lower case."""
-    return [w.lower() for w in WORD.findall(source[:MAX_CHARS])]
+    return _tokens(source, False)
 
 
 def token_ids(source: str, code: bool, normal: Normal) -> list[int]:
     """The numbers of the normalised tokens of an answer (code, or a written answer)."""
-    if code:
-        found = filter(None, TOKEN.findall(MAGIC.sub("", source[:MAX_CHARS])))
-        return list(map(normal.__getitem__, found))
-    return list(map(normal.__getitem__, map(str.lower, WORD.findall(source[:MAX_CHARS]))))
+    return list(map(normal.__getitem__, _tokens(source, code)))
 
 
 BASE = np.uint64(1_000_003)
@@ -258,9 +333,11 @@ def similar_pairs(
     alike: dict[tuple[int, int], list] = defaultdict(list)
     for (first, second, cell), count in shared.items():
         a, b = int(sizes[first * len(cells) + cell]), int(sizes[second * len(cells) + cell])
-        score = count / (a + b - count)
-        if count >= min_shared and score >= threshold:
-            alike[first, second].append((cells[cell], score, count, a, b))
+        jaccard, contained = count / (a + b - count), count / min(a, b)
+        if count >= min_shared and (
+            jaccard >= threshold or (contained >= CONTAINED and count >= 2 * min_shared)
+        ):
+            alike[first, second].append((cells[cell], max(jaccard, contained), count, a, b))
     pairs = [
         Pair(lab, names[first], names[second], tuple(sorted(found, key=lambda c: (-c[1], c[0]))))
         for (first, second), found in alike.items()

@@ -525,6 +525,35 @@ def decode_answer(raw: bytes, budget: Budget) -> Answer:
 # --- a grading worker's job, and a notebook's row in the course folder -----------------------
 
 
+#: the most characters of any text shown to a person outside the logs: a status in a results
+#: file, grades.csv and the report, a platform's feedback comment, a name in a zip entry
+TEXT = 1_000
+NAME = 100  # of a person's name in a file or zip entry name
+# characters that would change how a line is read (line breaks, tabs, other controls) or
+# shown (bidi overrides and isolates, zero-width characters): shown as escapes
+_HIDDEN = {c: f"\\u{c:04x}" for c in (*range(0x200B, 0x2010), *range(0x202A, 0x202F))}
+_HIDDEN |= {c: f"\\u{c:04x}" for c in (*range(0x2066, 0x206A), 0xFEFF)}
+_HIDDEN |= {c: " " for c in (*range(0x00, 0x20), *range(0x7F, 0xA0))}
+
+
+_REMOVED = dict.fromkeys(_HIDDEN) | {c: " " for c in (*range(0x00, 0x20), *range(0x7F, 0xA0))}
+
+
+def capped(text: str, limit: int = TEXT, *, escapes: bool = True) -> str:
+    """``text`` as one line of at most ``limit`` characters: control characters become
+    spaces, invisible and direction-changing ones their escapes (``\\u202e``; without
+    ``escapes``, for a file name, they are left out), and a text that is longer ends with
+    how much was cut. The one cap for every text a table cell, a page, a zip entry name or
+    a platform's comment gets (the logs keep the whole text)."""
+    text = str(text).translate(_HIDDEN if escapes else _REMOVED)
+    if len(text) <= limit:
+        return text
+    keep = limit - len(f" [... {len(text)} more characters]")  # the note is never longer
+    if keep < limit // 2:  # too short a limit for the note
+        return text[:limit]
+    return text[:keep] + f" [... {len(text) - keep} more characters]"
+
+
 class Status(StrEnum):
     """What became of one submitted notebook. The results files and ``grades.csv`` keep
     the status as text that starts with the value ("graded; 4 points wait for manual
@@ -596,6 +625,14 @@ class Row:
     detail: str = ""  # the rest of the status's text: "; notes", ": why", ...
     tests: dict | None = None  # {grade id: {"score", "points", "message"}} once graded
     seconds: float | None = None
+    # {grade id: digest of its text} of each answer cell as graded, and "*" for all of them:
+    # which answer a score given by hand belongs to (labtools.record)
+    answers: dict | None = None
+
+    def __setattr__(self, name, value):
+        if name == "detail":  # the status's text is capped however it is set (capped())
+            value = capped(value, TEXT - len(self.status.value))
+        object.__setattr__(self, name, value)
 
     @property
     def text(self) -> str:
@@ -618,10 +655,14 @@ class Row:
             data["tests"] = self.tests
         if self.seconds is not None:
             data["seconds"] = self.seconds
+        if self.answers is not None:
+            data["answers"] = self.answers
         return data
 
     @classmethod
     def from_json(cls, data: dict) -> Row:
         row = cls.of(data["student"], data["lab"], data.get("digest", ""), data["status"])
         row.tests, row.seconds = data.get("tests"), data.get("seconds")
+        answers = data.get("answers")
+        row.answers = answers if isinstance(answers, dict) else None
         return row
