@@ -107,6 +107,48 @@ def test_manual_grading_in_formgrader_reaches_the_export_and_the_feedback(graded
     assert "8.5 / 11" in html
 
 
+@pytest.mark.slow
+def test_feedback_in_a_relative_course_folder_rewrites_pages_and_never_loses_one(
+    graded_class, tmp_path, monkeypatch, capsys
+):
+    """Instructor's trial, round 5, finding 1: `tasks.py feedback` on the default course
+    folder, `grading` (relative), with SQLite deleted every page, wrote none (nbgrader
+    works in the course folder, where the gradebook's relative path led nowhere), said
+    "feedback regenerated" and exited 0. Now, through the command as tasks.py runs it (in
+    the folder that holds the course folder): every page written again; a page that cannot
+    be written keeps the old one, and the command fails with one line that says why and
+    what to run (with --course when it is not the default)."""
+    from labtools.__main__ import main
+
+    course, _ = copy_of(graded_class, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    page = course / "feedback" / "ada" / LAB / f"{LAB}.html"
+    page.write_text("the page as grade wrote it")
+    assert main(["feedback"]) == 0
+    assert "Score: 7.0 / 11.0" in page.read_text()
+    assert capsys.readouterr().out == "1 feedback pages written in grading/feedback\n"
+
+    week = course.rename(tmp_path / "week1")
+    page = week / "feedback" / "ada" / LAB / f"{LAB}.html"
+    page.write_text("the page as grade wrote it")
+    (week / "autograded" / "ada" / LAB / f"{LAB}.ipynb").write_text("{cut off")
+    assert main(["feedback", "--course", "week1"]) == 2
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert said.err.count("\n") == 1
+    assert said.err.startswith(
+        f"error: 1 feedback pages could not be written (ada/{LAB}; their earlier pages, if "
+        "any, are kept): nbformat.reader.NotJSONError: Notebook does not appear to be JSON"
+    )
+    assert said.err.endswith(
+        f"(the traceback is in week1/logs/feedback--ada--{LAB}.log); fix that and run "
+        f"`python3 tasks.py feedback --course week1 --labs {LAB}`\n"
+    )
+    assert page.read_text() == "the page as grade wrote it"
+    assert "NotJSONError" in (week / "logs" / f"feedback--ada--{LAB}.log").read_text()
+    assert sorted(p.name for p in week.iterdir() if p.name.startswith(".feedback")) == []
+
+
 # Each request a submission's address without its "/" (as a link or a typed address has it):
 # the server answers with a redirect and logs it, 170 bytes, so 500 log 85 KB. From the page,
 # so that the browser's session goes through the real server (never its cache of the

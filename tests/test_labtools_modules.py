@@ -168,3 +168,21 @@ def test_a_db_that_is_not_postgresql_and_a_server_that_fails_are_one_line():
         line = course.server_problem(url, RuntimeError(text + " (s3cret)"))
         assert expected in line and "grader:***@db/gb" in line and "s3cret" not in line
         assert "\n" not in line
+
+
+def test_a_command_the_tools_advise_names_the_course_folder_unless_it_is_the_default(
+    monkeypatch, tmp_path
+):
+    """The next command a message gives (feedback, Moodle's export, a changed submission)
+    works on the same course folder: `--course` unless it is `grading` (instructor's trial,
+    round 5: the Moodle export's advice left out `--course`)."""
+    from labtools import options
+
+    monkeypatch.chdir(tmp_path)
+    assert options.course_args("grading") == []
+    assert options.course_args(tmp_path / "grading") == []
+    assert options.course_args("week1") == ["--course", "week1"]
+    assert options.course_args(tmp_path / "other" / "grading") == [
+        "--course",
+        str(tmp_path / "other" / "grading"),
+    ]

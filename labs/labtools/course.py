@@ -57,8 +57,9 @@ if _url.exists():
 
 def db_url(course: Path) -> str:
     """The address of the course's gradebook, as nbgrader takes it: the server's that the
-    course folder remembers (:func:`use_gradebook`), else its SQLite file's."""
-    return server_url(course) or f"sqlite:///{Path(course) / DB}"
+    course folder remembers (:func:`use_gradebook`), else its SQLite file's, by its absolute
+    path (nbgrader works in the course folder, and a relative one would point below it)."""
+    return server_url(course) or f"sqlite:///{Path(course).resolve() / DB}"
 
 
 def server_url(course: Path) -> str | None:
