@@ -1,6 +1,7 @@
 """The course folder: an nbgrader course that the gradebook and formgrader use.
 
     grading/                 (``--course``; made on the first run, reused after)
+      .gitignore             (``*``: the folder is never committed, wherever it is made)
       nbgrader_config.py     source/<lab>/  release/<lab>/  gradebook.db
       gradebook.url          (with ``--db``: the PostgreSQL server's URL, mode 600)
       submitted/ autograded/ feedback/      <student>/<lab>/...
@@ -37,6 +38,8 @@ from labtools.layout import COURSE, LABS, LOCK, MARK, UsageError
 from labtools.options import masked
 
 DB = "gradebook.db"
+# written into every course folder: it holds students' names and work, wherever it is made
+GITIGNORE = "# a course folder of labtools (students' work): kept out of git\n*\n"
 BACKUP = "gradebook.db.bak"  # the gradebook as it was before the last grading run
 URL = "gradebook.url"  # the server's URL when the gradebook is on one (--db), mode 600
 SCHEMES = ("postgresql", "postgresql+psycopg")  # what --db takes: psycopg 3 is installed
@@ -316,6 +319,8 @@ def open_course(course: Path, labs: Path = LABS, db: str | None = None) -> list[
     mark = course / MARK
     state = json.loads(mark.read_text()) if mark.exists() else {"course": COURSE, "sources": {}}
     mark.write_text(json.dumps(state, indent=1))  # ours from now on, even if nbgrader fails
+    if not (course / ".gitignore").exists():  # students' work: never one `git add` away
+        (course / ".gitignore").write_text(GITIGNORE)
     use_gradebook(course, db)
     shutil.copy(labs / "nbgrader_config.py", course / "nbgrader_config.py")
     with open(course / "nbgrader_config.py", "a") as f:
