@@ -425,6 +425,11 @@ def main(argv: list[str] | None = None) -> None:
         elif job in ("grade", "formgrader", "export", "feedback", "report"):
             if job == "grade":
                 check_grade_arguments(args)
+            if job == "formgrader":  # MathJax for its pages, the website's copy (fetched once)
+                try:
+                    vendor_assets()
+                except (OSError, RuntimeError) as err:
+                    print(f"note: MathJax could not be fetched for formgrader: {err}", flush=True)
             # the same arguments, as given: labtools declares and reads them (labtools.options)
             labtools(*argv[argv.index(job) :])
         else:
