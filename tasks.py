@@ -349,7 +349,7 @@ def command_line() -> argparse.ArgumentParser:
     jobs = parser.add_subparsers(dest="job", required=True)
     test = jobs.add_parser("test", help="set up and run the hooks and every test")
     test.add_argument(
-        "--quick", action="store_true", help="only the tests not marked slow (a few minutes less)"
+        "--quick", action="store_true", help="only the tests not marked slow (about 65 CPU-seconds)"
     )
     for name, text in (
         ("book", "set up and build the website"),
