@@ -122,8 +122,9 @@ SECONDS = {
     "tests/test_intake.py": 31,
     "tests/test_instructor_runs.py": 60,
     # alone, 2026-11-27: grading one class (20-28 s) and 39 s of tests; its manual grading
-    # test (about 20 s) was part of test_grading.py's 165 until then
-    "tests/test_formgrader.py": 65,
+    # test (about 20 s) was part of test_grading.py's 165 until then; 2026-12-01: + feedback
+    # in a relative folder, `kill` of tasks.py formgrader, math and images (about 15 s)
+    "tests/test_formgrader.py": 80,
     # alone, 2026-11-28: grading one small class (20-36 s) and 2 s of tests
     "tests/test_platform_exports.py": 40,
     # alone, 2026-11-27: a PostgreSQL server made and removed, a class graded twice into it

@@ -54,12 +54,18 @@ class Dom:
         ]
 
 
+# Widths at which no display equation, inline formula, table or code line may be cut: a
+# desktop window and a phone (the screenshots of `tasks.py screenshots` use the same two).
+DESKTOP, PHONE = 1280, 390
+
+
 @pytest.fixture(scope="module")
 def site(built_books, chromium):
     """Every page of the first build (Binder buttons for the stand-in repository) as loaded
     by Chromium for a reader who prefers the light colour scheme, once its math is typeset
-    and its widgets drawn (DOM, console, axe-core's findings), and the requests the local
-    server saw."""
+    and its widgets drawn (DOM, console, axe-core's findings, and its equations, tables and
+    code measured at desktop and at phone width, in the same visit), and the requests the
+    local server saw."""
     html = built_books[0] / "_build" / "html"
     with browser.Site(html) as server:
         urls = {doc: server.url(f"{doc}.html") for doc in DOCS}
@@ -68,7 +74,7 @@ def site(built_books, chromium):
             urls,
             vendor_assets.axe_core(),
             color_scheme="light",
-            boxes=True,
+            boxes=(DESKTOP, PHONE),
             dark_too=True,
         )
     missing = [(p, c) for p, c in server.requests if p.endswith(".html") and c != 200]
@@ -184,42 +190,34 @@ def test_math_is_typeset(site, doc):
     assert not dom.find("mjx-merror"), f"{doc} has a TeX error"
 
 
-# Widths at which no display equation, table or code line may be cut: a desktop window and a
-# phone (the screenshots of `tasks.py screenshots` use the same two).
-DESKTOP, PHONE = 1280, 390
-
-
-@pytest.fixture(scope="module")
-def phone(site, chromium):
-    """Every page at phone width, its equations, tables and code blocks measured
-    (browser.visit with boxes)."""
-    with browser.Site(site["html"]) as server:
-        urls = {doc: server.url(f"{doc}.html") for doc in DOCS}
-        return browser.visit(chromium, urls, width=PHONE, boxes=True)
-
-
 def cut(boxes, width):
     """What a reader at this window width cannot read in full, as text for a failure message:
-    anything clipped by an ancestor that does not scroll or sticking out of the window; at
-    desktop width also every display equation or table that needs sideways scrolling (the
-    column has room, and a scroll bar shows only with classic scroll bars and never in print).
-    Code blocks, and at phone width equations and tables, may scroll inside their own box,
-    which the theme provides (MathJax 3 does not break lines)."""
-    strict = ("equation", "table") if width == DESKTOP else ()
+    anything clipped by an ancestor that does not scroll or sticking out of the window, every
+    inline formula wider than its line, and every display equation that needs sideways
+    scrolling (a scroll bar shows only with classic scroll bars and never in print, so a
+    reader sees such an equation cut, with no cue that more follows: it must be broken into
+    lines instead, since MathJax 3 does not break lines); at desktop width tables too, where
+    the column has room. Code blocks may scroll inside their own box at both widths, and
+    tables at phone width (the theme's box for each)."""
+    strict = ("equation", "table") if width == DESKTOP else ("equation",)
     return [
         f"{b['kind']} {b['state']} ({b['width']} px in {b['room']} px): {b['text']!r}"
         for b in boxes
-        if b["state"] in ("clipped", "off the page")
+        if b["state"] in ("clipped", "off the page", "sticks out")
         or (b["state"] == "scrolls" and b["kind"] in strict)
     ]
 
 
 def test_the_measure_of_boxes_tells_fitting_scrolling_and_cut_apart(chromium, tmp_path):
-    """browser.visit(boxes=True) on a made-up page: a box too wide for its column scrolls only
-    where its own box scrolls, and is cut where an ancestor hides what overflows."""
+    """browser.visit(boxes=...) on a made-up page with a column of at most 600 px: a box too
+    wide for its column scrolls only where its own box scrolls, and is cut where an ancestor
+    hides what overflows; an inline formula wider than its line sticks out. Measured at two
+    widths in one visit, as the site is: an equation of 500 px fits the column at 1280 px and
+    must scroll, so is cut, at 390 px."""
     wide = '<mjx-math style="display:inline-block;width:{}px">w</mjx-math>'
     boxes = {
         "narrow": ("auto", 300),
+        "medium": ("auto", 500),
         "scrolling": ("auto", 900),
         "hidden": ("hidden", 900),
         "spilling": ("visible", 2000),  # wider than the window
@@ -229,39 +227,75 @@ def test_the_measure_of_boxes_tells_fitting_scrolling_and_cut_apart(chromium, tm
         f'overflow-x:{overflow}">{wide.format(width)}</mjx-container>'
         for name, (overflow, width) in boxes.items()
     )
+    body += "".join(
+        f'<p>Some text <mjx-container aria-label="{name}" style="display:inline-block;'
+        f'width:{width}px">x</mjx-container> and more.</p>'
+        for name, width in (("short", 200), ("long", 700))
+    )
     body += '<div style="overflow:hidden"><pre style="overflow:auto">' + "x" * 400 + "</pre></div>"
+    body += (
+        '<div style="overflow-x:auto"><table style="width:900px"><tr><td>t</td></tr></table></div>'
+    )
     (tmp_path / "page.html").write_text(
         '<html data-theme="light"><body style="margin:0"><main>'
-        f'<article class="bd-article" style="width:600px">{body}</article></main></body></html>'
+        f'<article class="bd-article" style="max-width:600px">{body}</article></main></body></html>'
     )
     with browser.Site(tmp_path) as server:
-        (page,) = browser.visit(chromium, {"p": server.url("page.html")}, boxes=True).values()
-    states = {b["text"] if b["kind"] == "equation" else b["kind"]: b["state"] for b in page.boxes}
-    assert states == {
+        (page,) = browser.visit(
+            chromium, {"p": server.url("page.html")}, boxes=(DESKTOP, PHONE)
+        ).values()
+
+    def states(width):
+        """{the text of a formula, or the kind of a table or code block: its state}"""
+        math = ("equation", "inline")
+        return {
+            b["text"] if b["kind"] in math else b["kind"]: b["state"] for b in page.boxes[width]
+        }
+
+    def found(width):
+        """What `cut` reports, without sizes and texts"""
+        return [line.split(" (")[0] for line in cut(page.boxes[width], width)]
+
+    assert states(DESKTOP) == {
         "narrow": "fits",
+        "medium": "fits",
         "scrolling": "scrolls",
         "hidden": "clipped",
         "spilling": "off the page",
+        "short": "fits",
+        "long": "sticks out",
         "code": "scrolls",
-    }, states
-    assert cut(page.boxes, PHONE) == [b for b in cut(page.boxes, DESKTOP) if "scrolls" not in b]
-    assert len(cut(page.boxes, DESKTOP)) == 3 and len(cut(page.boxes, PHONE)) == 2
+        "table": "scrolls",
+    }, states(DESKTOP)
+    assert states(PHONE) == {**states(DESKTOP), "medium": "scrolls"}, states(PHONE)
+    cut_at_both = ["equation clipped", "equation off the page", "inline sticks out"]
+    # a scrolling equation is cut at both widths, a scrolling table at desktop width only
+    assert found(DESKTOP) == ["equation scrolls", *cut_at_both, "table scrolls"]
+    assert found(PHONE) == ["equation scrolls", "equation scrolls", *cut_at_both]
 
 
-@pytest.mark.parametrize("doc", DOCS)
-def test_no_equation_table_or_code_is_cut_at_desktop_width(site, doc):
-    boxes = site["pages"][doc].boxes
+def _cut_equations(site, doc, width):
+    """The failure message's lines for what is cut at this width on the page, after checking
+    that every display equation was measured and laid out."""
+    boxes = site["pages"][doc].boxes[width]
     equations = [b for b in boxes if b["kind"] == "equation"]
     # every display equation was measured, those in closed dropdowns and solutions too
     assert len(equations) == len(site["doms"][doc].find("mjx-container", display="true")), doc
     assert all(b["width"] > 0 for b in equations), f"{doc}: an equation was not laid out"
-    found = cut(boxes, DESKTOP)
+    return cut(boxes, width)
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_no_equation_table_or_code_is_cut_at_desktop_width(site, doc):
+    found = _cut_equations(site, doc, DESKTOP)
     assert found == [], f"{doc} at {DESKTOP} px:\n" + "\n".join(found)
 
 
 @pytest.mark.parametrize("doc", DOCS)
-def test_no_equation_table_or_code_is_cut_at_phone_width(phone, doc):
-    found = cut(phone[doc].boxes, PHONE)
+def test_no_equation_table_or_code_is_cut_at_phone_width(site, doc):
+    """At 390 px every display equation and every inline formula fits its box (no sideways
+    scrolling: issue 41); tables and code may scroll in their own boxes."""
+    found = _cut_equations(site, doc, PHONE)
     assert found == [], f"{doc} at {PHONE} px:\n" + "\n".join(found)
 
 

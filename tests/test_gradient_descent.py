@@ -128,15 +128,20 @@ def test_adaptive_methods_first_steps_by_hand():
     )
 
 
-def test_nesterov_matches_the_textbook_form():
+def test_nesterov_matches_the_textbook_form_and_reports_the_look_ahead_points():
     f, grad, _ = quadratic(20.0)
     eta, alpha = 0.04, 0.8
     res = P.nesterov(grad, [1.0, 1.0], eta, alpha=alpha, steps=30, tol=1e-14, warn=False)
-    w, v = np.array([1.0, 1.0]), np.zeros(2)
-    for _ in range(30):
-        v = alpha * v - eta * grad(w + alpha * v)
-        w = w + v
-    np.testing.assert_allclose(res.w, w + alpha * v, rtol=1e-12)  # the look-ahead point
+    w, delta_w = np.array([1.0, 1.0]), np.zeros(2)  # w(0), Δw(-1)
+    ws, look_ahead = [w], [w]
+    for _ in range(30):  # Δw(t) = αΔw(t-1) - η∇E(w(t) + αΔw(t-1)), w(t+1) = w(t) + Δw(t)
+        delta_w = alpha * delta_w - eta * grad(w + alpha * delta_w)
+        w = w + delta_w
+        ws.append(w)
+        look_ahead.append(w + alpha * delta_w)
+    np.testing.assert_allclose(res.path, look_ahead, rtol=1e-12)  # the points w(t) + αΔw(t-1)
+    np.testing.assert_allclose(res.w, look_ahead[-1], rtol=1e-12)
+    assert np.abs(res.path - np.array(ws)).max() > 1e-3  # not the w(t) themselves
 
 
 @pytest.mark.parametrize("method", [P.adagrad, P.rmsprop, P.adam, P.nesterov])

@@ -421,6 +421,27 @@ def test_a_changed_submission_is_noted_once_and_named_with_its_command(copy):
     assert command in out
 
 
+def test_a_course_folder_is_kept_out_of_git_wherever_it_is_made(base, tmp_path):
+    """Instructor's trial, round 5: only `grading/` was git-ignored (by the repository's
+    .gitignore); `grading-moodle/`, full of students' names and work, showed up as
+    untracked files, one `git add -A` away from a commit. Every course folder ignores
+    itself, and one made before that gets its .gitignore from the next run."""
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", repo], check=True)
+    shutil.copytree(base["course"], repo / "grading-moodle", symlinks=True)
+    (repo / "README.md").write_text("a repository\n")
+
+    def untracked():
+        argv = ["git", "-C", repo, "status", "--porcelain", "--untracked-files=all"]
+        return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+
+    assert untracked() == "?? README.md\n"
+    (repo / "grading-moodle" / ".gitignore").unlink()  # as a course folder of 36be076 is
+    assert "?? grading-moodle/gradebook.db\n" in untracked()
+    courses.open_course(repo / "grading-moodle")  # what every grading run does first
+    assert untracked() == "?? README.md\n"
+
+
 # ---------------------------------------------------------------------------------------
 # 6. Bad arguments
 

@@ -251,3 +251,21 @@ def test_no_module_writes_a_course_folders_file_but_through_layout_whole():
     may be direct; every other goes through ``labtools.layout.whole``."""
     found = set().union(*(writes_of(m) for m in MODULES if m not in SANDBOX_SIDE))
     assert found == set(WRITES_ALLOWED), found ^ set(WRITES_ALLOWED)
+
+
+def test_a_command_the_tools_advise_names_the_course_folder_unless_it_is_the_default(
+    monkeypatch, tmp_path
+):
+    """The next command a message gives (feedback, Moodle's export, a changed submission)
+    works on the same course folder: `--course` unless it is `grading` (instructor's trial,
+    round 5: the Moodle export's advice left out `--course`)."""
+    from labtools import options
+
+    monkeypatch.chdir(tmp_path)
+    assert options.course_args("grading") == []
+    assert options.course_args(tmp_path / "grading") == []
+    assert options.course_args("week1") == ["--course", "week1"]
+    assert options.course_args(tmp_path / "other" / "grading") == [
+        "--course",
+        str(tmp_path / "other" / "grading"),
+    ]

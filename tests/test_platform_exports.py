@@ -557,7 +557,7 @@ def test_moodle_refusals(moodle_course, tmp_path):
     (moodle_course / "feedback" / "ada.lovelace" / LAB1 / f"{LAB1}.html").unlink()
     assert refusal(lambda: platforms.moodle(moodle_course, given, LAB1)) == (
         f"1 graded students of {LAB1} have no feedback page: ada.lovelace; write them with "
-        f"`tasks.py feedback --labs {LAB1}`"
+        f"`tasks.py feedback --course {moodle_course} --labs {LAB1}`"
     )
     (moodle_course / intake.PARTICIPANTS_FILE).write_text(json.dumps({LAB1: {}}))
     assert refusal(lambda: platforms.moodle(moodle_course, given, LAB1)) == (

@@ -31,6 +31,10 @@ SLEEP = 4  # seconds one notebook of the second run sleeps, so that the run outl
 # the manual scores each grader enters: (student, grade id, score)
 GRADER_A = [("ada", "ex2-answer", 1.5), ("ada", "ex4-answer", 2.0)]
 GRADER_B = [("ben", "ex2-answer", 2.0), ("ben", "ex4-answer", 0.5)]
+# then both on Ada's ex2-answer: A changes her 1.5 to 1.0, B (whose page still shows 1.5)
+# enters 0.5, which is refused; A's 1.0 stays
+A_AGAIN, B_STALE = ("ada", "ex2-answer", 1.0), ("ada", "ex2-answer", 0.5)
+KEPT = [A_AGAIN, GRADER_A[1], *GRADER_B]
 
 
 def postgres_bin() -> Path:
@@ -169,6 +173,7 @@ def test_a_class_graded_while_two_graders_score_by_hand_loses_and_doubles_nothin
                     saved.append(enter(pages[1], b[1], b[2]))
                 during = not done.is_set()
                 running.result(timeout=300)
+            the_later_save_of_one_cell_is_refused_and_said(pages, servers, ids["ada"])
     finally:
         for process, _ in servers:
             stop(process)
@@ -178,7 +183,7 @@ def test_a_class_graded_while_two_graders_score_by_hand_loses_and_doubles_nothin
     rows = {r["student"]: r for r in rows_of(course) if r["lab"] == LAB}
     got = {s: (r["automatic"], r["manual"], r["total"]) for s, r in rows.items()}
     assert got == {
-        "ada": ("7.0", "3.5", "10.5"),
+        "ada": ("7.0", "3.0", "10.0"),
         "ben": ("7.0", "2.5", "9.5"),
         "cy": ("7.0", "0.0", "7.0"),
     }
@@ -197,7 +202,7 @@ def test_a_class_graded_while_two_graders_score_by_hand_loses_and_doubles_nothin
         manual = {
             (g.student.id, g.name, g.manual_score) for g in grades if g.manual_score is not None
         }
-        assert manual == {(s, gid, score) for s, gid, score in GRADER_A + GRADER_B}
+        assert manual == set(KEPT)
         automatic = {g.student.id: 0.0 for g in grades}
         for g in grades:
             automatic[g.student.id] += g.auto_score or 0.0
@@ -217,6 +222,31 @@ def test_a_class_graded_while_two_graders_score_by_hand_loses_and_doubles_nothin
         if p.is_file() and password.encode() in p.read_bytes()
     ]
     assert holding == [Path(courses.URL)]
+
+
+def the_later_save_of_one_cell_is_refused_and_said(pages, servers, ada):
+    """Instructor's trial, round 5: when both graders scored the same cell, the later save
+    won silently. Now a save says what its page last had; the server refuses it when the
+    other grader saved since, and the page shows theirs and says so."""
+    base = servers[1][1].split("/formgrader?token=")[0]
+    pages[1].goto(f"{base}/formgrader/submissions/{ada}/")
+    wait_for_grades(pages[1])
+    box = pages[1].locator(f"#{B_STALE[1]}")
+    assert box.input_value() == "1.5"  # A's, as B opens the page
+    enter(pages[0], A_AGAIN[1], A_AGAIN[2])  # A changes her mind; B's page still shows 1.5
+    with pages[1].expect_response(
+        lambda r: "/api/grade/" in r.url and r.request.method == "PUT"
+    ) as answer:
+        box.fill(str(B_STALE[2]))
+        box.press("Tab")
+    assert answer.value.status == 409
+    said = pages[1].locator("#labtools-conflict")
+    said.wait_for()
+    assert said.inner_text().startswith(
+        f"The score of {B_STALE[1]}: another grader saved 1 there since this page loaded it, "
+        "so your 0.5 was not saved. The page shows theirs now"
+    )
+    assert box.input_value() == "1"
 
 
 def bare_course(tmp_path) -> Path:

@@ -158,24 +158,47 @@ _READY = """async () => {
     return document.querySelectorAll(".widget-slider").length
         >= document.querySelectorAll(views).length;
 }"""
-# Every display equation, table and block of code in the page's article, measured against
-# what holds it: "fits" (its box is as wide as what it shows), "scrolls" (wider, inside a box
-# that scrolls sideways and that itself fits), "clipped" (an ancestor cuts it off and does not
-# scroll) or "off the page" (it sticks out of the window). Closed dropdowns and solutions are
-# opened first, so that what they hold has a width; the page is not reloaded afterwards.
+# Every display equation, inline formula, table and block of code in the page's article,
+# measured against what holds it: "fits" (its box is as wide as what it shows), "scrolls"
+# (wider, inside a box that scrolls sideways and that itself fits), "clipped" (an ancestor
+# cuts it off and does not scroll), "off the page" (it sticks out of the window) or, for an
+# inline formula, "sticks out" (wider than the line it stands in: MathJax 3 does not break
+# it, and whatever holds the line cuts it or lets it run off). Closed dropdowns and
+# solutions are opened first, so that what they hold has a width; the page is not reloaded
+# afterwards.
 _BOXES = """() => {
     document.querySelectorAll("details").forEach(d => { d.open = true; });
     document.querySelectorAll(".toggle-hidden").forEach(e => e.classList.remove("toggle-hidden"));
     const article = document.querySelector("article.bd-article") || document.querySelector("main");
     const items = [];
-    for (const box of article.querySelectorAll('mjx-container[display="true"]')) {
-        items.push(["equation", box, box.querySelector("mjx-math")]);
+    for (const box of article.querySelectorAll("mjx-container")) {
+        if (box.getAttribute("display") === "true") {
+            items.push(["equation", box, box.querySelector("mjx-math")]);
+        } else {
+            items.push(["inline", box, box]);
+        }
     }
     for (const box of article.querySelectorAll("table")) items.push(["table", box, box]);
     for (const box of article.querySelectorAll("pre")) items.push(["code", box, box]);
     const window_width = document.documentElement.clientWidth;
+    const inner = (a) => {  // the left and right edges of what a box holds
+        const r = a.getBoundingClientRect(), style = getComputedStyle(a);
+        const left = r.left + a.clientLeft + parseFloat(style.paddingLeft);
+        return [left, r.left + a.clientLeft + a.clientWidth - parseFloat(style.paddingRight)];
+    };
+    const text = (box) => (box.getAttribute("aria-label") || box.textContent || "").trim();
     return items.map(([kind, box, content]) => {
         const shown = content.getBoundingClientRect();
+        if (kind === "inline") {  // against the block that holds its line
+            let block = box.parentElement;
+            const in_line = (a) => /^inline|^contents$/.test(getComputedStyle(a).display);
+            while (in_line(block)) block = block.parentElement;
+            const [left, right] = inner(block);
+            const state = shown.width === 0 || (shown.right <= right + 1 && shown.left >= left - 1)
+                ? "fits" : "sticks out";
+            return {kind, state, scroller: null, width: Math.round(shown.width),
+                    room: Math.round(right - left), text: text(box).slice(0, 80)};
+        }
         // a <pre> is its own scroll box: what it holds is scrollWidth wide
         let left = shown.left, right = kind === "code"
             ? shown.left + content.scrollWidth : shown.right;
@@ -200,7 +223,7 @@ _BOXES = """() => {
             kind, state, scroller,
             width: Math.round(kind === "code" ? content.scrollWidth : shown.width),
             room: Math.round(box.parentElement.clientWidth),
-            text: (box.getAttribute("aria-label") || box.textContent || "").trim().slice(0, 80),
+            text: text(box).slice(0, 80),
         };
     });
 }"""
@@ -228,9 +251,10 @@ class Visit:
     dom: str  # the document then
     console: list[str]  # console messages (all levels) and uncaught errors, "text (url:line)"
     violations: list[Violation]  # axe-core's, one per element (empty when axe did not run)
-    # with `boxes`: every display equation, table and code block of the article, measured
-    # last (dropdowns opened), as {kind, state, scroller, width, room, text}; see _BOXES
-    boxes: list[dict] | None = None
+    # with `boxes`: {window width: every display equation, inline formula, table and code
+    # block of the article}, measured last (dropdowns opened), each as {kind, state,
+    # scroller, width, room, text}; see _BOXES
+    boxes: dict[int, list[dict]] | None = None
     # with `dark_too`: axe-core's violations once the reader's preference turned dark
     dark_violations: list[Violation] | None = None
 
@@ -298,15 +322,16 @@ def visit(
     tags=WCAG21_AA,
     color_scheme: str = "light",
     width: int = 1280,
-    boxes: bool = False,
+    boxes: tuple[int, ...] = (),
     dark_too: bool = False,
 ) -> dict[str, Visit]:
     """Load each page of `urls` ({name: url}) in one tab of `chromium` (a Playwright
     `Browser`, see `playwright_chromium`) for a reader who prefers `color_scheme` ("light"
     or "dark"; the theme follows it), at window `width`; once its math and widgets are
     drawn, read its DOM and console and, given `axe_script` (e.g.
-    vendor_assets.axe_core()), run axe-core's rules tagged `tags` on it; with `boxes`, then
-    measure every display equation, table and code block against what holds it (_BOXES).
+    vendor_assets.axe_core()), run axe-core's rules tagged `tags` on it; then, at each
+    window width of `boxes` in turn (the same page, its window resized), measure every
+    display equation, inline formula, table and code block against what holds it (_BOXES).
     With `dark_too` (and `axe_script`, from the light scheme), after axe-core's run the
     reader's preference turns dark on the loaded page, as when a reader's system changes it
     or the theme's button is pressed (the theme follows it at once), and axe-core runs
@@ -341,7 +366,13 @@ def visit(
                     _turn(page, name, "dark")
                     dark = _axe(page, name, tags)
                     _turn(page, name, color_scheme)
-            measured = page.evaluate(_BOXES) if boxes else None
+            measured = None
+            if boxes:
+                measured = {}
+                for box_width in boxes:  # math and tables keep their size; the column changes
+                    page.set_viewport_size({"width": box_width, "height": 900})
+                    measured[box_width] = page.evaluate(_BOXES)
+                page.set_viewport_size({"width": width, "height": 900})
             found[name] = Visit(
                 dom=dom,
                 console=list(messages),

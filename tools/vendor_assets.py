@@ -28,8 +28,14 @@ import json
 import shutil
 import sys
 import tarfile
+import tempfile
 import urllib.request
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows (tasks.py lab for students): nothing else fetches at once there
+    fcntl = None
 
 ROOT = Path(__file__).resolve().parents[1]
 VENDOR = ROOT / "_assets" / "vendor"
@@ -121,7 +127,17 @@ def fetch(
 
 def vendor(packages: dict = PACKAGES, folder: Path = VENDOR) -> Path:
     """Make `folder` hold exactly the pinned files of `packages`; download only when they
-    changed."""
+    changed. One process at a time (a lock file in the temporary folder): the book
+    build and formgrader's test may ask at once, and one must not empty the folder while
+    the other reads it."""
+    name = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16]
+    with open(Path(tempfile.gettempdir()) / f"perceptrons-vendor-{name}.lock", "w") as lock:
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        return _vendor(packages, folder)
+
+
+def _vendor(packages: dict, folder: Path) -> Path:
     manifest_file = folder / "manifest.json"
     wanted = {name: list(spec) for name, spec in packages.items()}
     if manifest_file.exists():

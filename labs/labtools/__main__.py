@@ -94,7 +94,7 @@ def _grade(args) -> None:
     changed = summary.get("changed", [])
     if changed:
         print(f"{len(changed)} submissions changed since they were graded; to grade them again:")
-        course = [] if args.course == "grading" else ["--course", args.course]
+        course = options.course_args(args.course)
         for row in changed:
             command = ["python3", "tasks.py", "grade", args.submissions, *course, "--regrade"]
             command += ["--students", row.student, "--labs", row.lab]
@@ -151,8 +151,9 @@ def _feedback(args) -> None:
     with courses.locked(course, "feedback"):  # not while a run writes the gradebook
         courses.use_gradebook(course, args.db)
         courses.check_gradebook(course)
-        generate_feedback(course, args.labs or layout.lab_names(course))
-    print(f"feedback regenerated in {course / 'feedback'}")
+        # a page that could not be written keeps its old one: FeedbackFailed, a UsageError
+        written = generate_feedback(course, args.labs or layout.lab_names(course))
+    print(f"{written} feedback pages written in {course / 'feedback'}")
 
 
 def _report(args) -> None:

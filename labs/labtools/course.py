@@ -1,6 +1,7 @@
 """The course folder: an nbgrader course that the gradebook and formgrader use.
 
     grading/                 (``--course``; made on the first run, reused after)
+      .gitignore             (``*``: the folder is never committed, wherever it is made)
       nbgrader_config.py     source/<lab>/  release/<lab>/  gradebook.db
       gradebook.url          (with ``--db``: the PostgreSQL server's URL, mode 600)
       submitted/ autograded/ feedback/      <student>/<lab>/...
@@ -36,6 +37,8 @@ from labtools.layout import COURSE, LABS, LOCK, MARK, UsageError
 from labtools.options import masked
 
 DB = "gradebook.db"
+# written into every course folder: it holds students' names and work, wherever it is made
+GITIGNORE = "# a course folder of labtools (students' work): kept out of git\n*\n"
 BACKUP = "gradebook.db.bak"  # the gradebook as it was before the last grading run
 URL = "gradebook.url"  # the server's URL when the gradebook is on one (--db), mode 600
 SCHEMES = ("postgresql", "postgresql+psycopg")  # what --db takes: psycopg 3 is installed
@@ -56,8 +59,9 @@ if _url.exists():
 
 def db_url(course: Path) -> str:
     """The address of the course's gradebook, as nbgrader takes it: the server's that the
-    course folder remembers (:func:`use_gradebook`), else its SQLite file's."""
-    return server_url(course) or f"sqlite:///{Path(course) / DB}"
+    course folder remembers (:func:`use_gradebook`), else its SQLite file's, by its absolute
+    path (nbgrader works in the course folder, and a relative one would point below it)."""
+    return server_url(course) or f"sqlite:///{Path(course).resolve() / DB}"
 
 
 def server_url(course: Path) -> str | None:
@@ -310,6 +314,8 @@ def open_course(course: Path, labs: Path = LABS, db: str | None = None) -> list[
     state = json.loads(mark.read_text()) if mark.exists() else {"course": COURSE, "sources": {}}
     # ours from now on, whatever nbgrader does
     layout.write_whole(mark, json.dumps(state, indent=1))
+    if not (course / ".gitignore").exists():  # students' work: never one `git add` away
+        layout.write_whole(course / ".gitignore", GITIGNORE)
     use_gradebook(course, db)
     config = (labs / "nbgrader_config.py").read_text() + CONFIG_TAIL
     layout.write_whole(course / "nbgrader_config.py", config)

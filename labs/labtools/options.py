@@ -25,8 +25,18 @@ JOBS = {
 }
 
 
+COURSE = "grading"  # the course folder when --course is not given
+
+
 def add_course_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--course", default="grading", help="course folder (default: grading)")
+    parser.add_argument("--course", default=COURSE, help=f"course folder (default: {COURSE})")
+
+
+def course_args(course) -> list[str]:
+    """``["--course", COURSE]`` for a command an instructor is told to run next, or ``[]``
+    when ``course`` is the default folder (the commands run in the repository's root)."""
+    same = os.path.abspath(course) == os.path.abspath(COURSE)
+    return [] if str(course) == COURSE or same else ["--course", str(course)]
 
 
 #: the jobs that read or write the gradebook, so take ``--db``

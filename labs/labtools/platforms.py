@@ -45,11 +45,13 @@ import csv
 import functools
 import json
 import re
+import shlex
 import zipfile
 from pathlib import Path
 
 from labtools import layout
 from labtools.layout import UsageError
+from labtools.options import course_args
 
 CANVAS_FILE = "canvas-import.csv"
 # Canvas's assignment column: "Title (assignment id)"
@@ -455,9 +457,10 @@ def moodle(course, worksheet, lab: str) -> dict[str, Path]:
     pages = {s: course / "feedback" / s / lab / f"{lab}.html" for s in mine}
     without = sorted(s for s, page in pages.items() if not page.is_file())
     if without:
+        command = shlex.join(["tasks.py", "feedback", *course_args(course), "--labs", lab])
         raise UsageError(
             f"{len(without)} graded students of {lab} have no feedback page: "
-            f"{', '.join(without)}; write them with `tasks.py feedback --labs {lab}`"
+            f"{', '.join(without)}; write them with `{command}`"
         )
     for student, row in sorted(mine.items()):
         cells = rows[by_id[known[student]["participant"]]]

@@ -14,6 +14,7 @@ import contextlib
 import json
 import multiprocessing
 import os
+import sys
 import traceback
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict
@@ -22,7 +23,7 @@ from pathlib import Path
 from labtools import course as courses
 from labtools import layout
 from labtools.children import die_with_parent
-from labtools.feedback import feedback_task, generate_feedback
+from labtools.feedback import FeedbackFailed, feedback_task, generate_feedback
 from labtools.layout import Submission
 from labtools.record import Recorder
 from labtools.wire import Outcome, Row, Status, Task
@@ -231,5 +232,8 @@ def run(
         if own and broken:  # a worker was lost: the pool cannot take more work
             end_kept(workers)
     if feedback:  # what no worker wrote (another executor, a failure, a run stopped before)
-        generate_feedback(course, layout.lab_names(course), missing_only=True)
+        try:
+            generate_feedback(course, layout.lab_names(course), missing_only=True)
+        except FeedbackFailed as err:  # the grades stand; the pages are for later
+            print(f"warning: {err}", file=sys.stderr)
     return rows

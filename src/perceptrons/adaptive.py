@@ -18,16 +18,23 @@ EPS = 1e-8
 def nesterov(grad, w0, eta, alpha=0.9, steps=1000, tol=1e-6, warn=True) -> GDResult:
     """Nesterov momentum: the gradient is taken where momentum is about to carry w.
 
-    v(t) = α v(t-1) - η ∇E(w(t) + α v(t-1)). Written for the look-ahead point
-    w̃ = w + αv, which needs only ∇E(w̃): Δw̃(t) = α v(t) - η ∇E(w̃(t)).
+        Δw(t) = α Δw(t-1) - η ∇E(w(t) + α Δw(t-1)),   w(t+1) = w(t) + Δw(t),   Δw(-1) = 0.
+
+    The loop runs on the look-ahead points w̃(t) = w(t) + α Δw(t-1), where the gradient is
+    taken, so that a step needs one gradient: w̃(t+1) = w̃(t) + α Δw(t) - η ∇E(w̃(t)). The
+    result reports them: ``path`` (k+1, d) holds w̃(0) = w(0), w̃(1), ..., w̃(k), not the
+    w(t) of the formula; ``w`` is w̃(k), and ``converged`` means ‖∇E(w̃)‖ <= tol. Both
+    sequences tend to the same minimum.
+
+    grad : w (d,) -> ∇E(w) (d,);  w0 : (d,);  eta > 0;  alpha in [0, 1).
     """
     eta, alpha = _checks.positive(eta, "eta"), _checks.momentum(alpha)
-    v = 0.0
+    delta_w = 0.0  # Δw(-1) = 0
 
-    def step(t, w, g):
-        nonlocal v
-        v = alpha * v - eta * g
-        return alpha * v - eta * g
+    def step(t, w, g):  # w = w̃(t), g = ∇E(w̃(t))
+        nonlocal delta_w
+        delta_w = alpha * delta_w - eta * g  # Δw(t)
+        return alpha * delta_w - eta * g  # w̃(t+1) - w̃(t)
 
     return descend(grad, w0, step, steps=steps, tol=tol, warn=warn, name="Nesterov")
 

@@ -240,10 +240,11 @@ def igd(X, c, eta, w0=None, max_epochs=1000, tol=1e-6, stop="change", warn=True)
     converged = diverged = False
     with np.errstate(over="ignore", invalid="ignore"):  # a too large η overflows: see below
         for t in range(1, max_epochs + 1):  # 2-3. repeat, t = t + 1
-            etas = _schedule(eta, first=(t - 1) * n, n=n)  # η, or η_k for each update k
-            for x, c_x, eta_k in zip(Xa, c, etas, strict=True):  # 4. for each (x, c(x)) in D
+            # η, or η_t for each update t (the schedule's t counts single updates, not epochs)
+            etas = _schedule(eta, first=(t - 1) * n, n=n)
+            for x, c_x, eta_t in zip(Xa, c, etas, strict=True):  # 4. for each (x, c(x)) in D
                 error = c_x - w @ x  # 5. error = c(x) - wᵀx
-                delta_w = eta_k * error * x  # 6. Δw = η · error · x
+                delta_w = eta_t * error * x  # 6. Δw = η · error · x
                 w = w + delta_w  # 7. w = w + Δw
             err = _err(w, Xa, c)
             if diverged := run.diverged(loss=err):  # Err blew up: keep the last finite w
