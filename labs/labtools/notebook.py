@@ -255,6 +255,7 @@ def plan(source_nb: dict, student_nb: dict) -> tuple[list[Cell], list[str]]:
     source_cells = source_nb["cells"]
     known = {grade_id(c): c for c in source_cells if grade_id(c)}
     notes: list[str] = []
+    unknown: list[str] = []  # grade ids the lab does not have (the student's text)
     answers: dict[str, dict] = {}  # the first submitted cell of each known id
     extras: dict[str | None, list[dict]] = {}  # added cells, by the known cell before them
     anchor = None
@@ -263,7 +264,7 @@ def plan(source_nb: dict, student_nb: dict) -> tuple[list[Cell], list[str]]:
             continue
         gid = grade_id(cell)
         if gid is not None and gid not in known:
-            notes.append(f"a cell claims the unknown id {gid!r}: treated as the student's own")
+            unknown.append(gid)
             gid = None
         if gid is None:
             if cell["cell_type"] == "code":
@@ -284,6 +285,12 @@ def plan(source_nb: dict, student_nb: dict) -> tuple[list[Cell], list[str]]:
             visible(original).strip(),
         ):
             notes.append(f"locked cell {gid} was edited: the original was used")
+    if unknown:  # one note, however many: an id is the student's text, shown cut
+        first = unknown[0][:40] + ("..." if len(unknown[0]) > 40 else "")
+        more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
+        notes.append(
+            f"a cell claims the unknown id {first!r}{more}: treated as the student's own"
+        )
     if not answers:
         notes.append(
             "the notebook lost its nbgrader metadata: its code ran as the student's own "
