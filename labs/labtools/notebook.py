@@ -288,9 +288,7 @@ def plan(source_nb: dict, student_nb: dict) -> tuple[list[Cell], list[str]]:
     if unknown:  # one note, however many: an id is the student's text, shown cut
         first = unknown[0][:40] + ("..." if len(unknown[0]) > 40 else "")
         more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
-        notes.append(
-            f"a cell claims the unknown id {first!r}{more}: treated as the student's own"
-        )
+        notes.append(f"a cell claims the unknown id {first!r}{more}: treated as the student's own")
     if not answers:
         notes.append(
             "the notebook lost its nbgrader metadata: its code ran as the student's own "
