@@ -1037,6 +1037,22 @@ LAB6["ex2-code"]["shortcuts"].update(
         """,
     )
 )
+LAB1["ex3-code"]["alternatives"].update(
+    _cells(
+        # review A, H3: P.predict does no part of PT; Lab 1 allows it (a stopping test)
+        stops_when_predict_agrees="""
+        def train(X, c, eta, max_epochs=100):
+            Xa = P.augment(X)
+            w = np.zeros(Xa.shape[1])
+            for _ in range(max_epochs):
+                if np.array_equal(P.predict(X, w), np.asarray(c)):
+                    break
+                for x, label in zip(Xa, c):
+                    w = pt_step(w, x, label, eta)
+            return w
+        """,
+    )
+)
 LAB1["ex3-code"]["shortcuts"].update(
     _cells(
         pt_code_copy="""
