@@ -1073,7 +1073,7 @@ LAB6["ex3-code"]["shortcuts"].update(
 
         def lms_filter(X, d, eta):
             Xa = P.augment(X)
-            return _copy(Xa, np.asarray(d, dtype=float), eta, np.zeros(Xa.shape[1]))
+            return _copy(Xa, np.asarray(d, dtype=float), eta, np.zeros(Xa.shape[1]))[0]
         """,
     )
 )

@@ -187,6 +187,7 @@ WRITES_ALLOWED = {
     ("formgrader", "start", "open"): "formgrader's log, appended by the server it starts",
     ("intake", "extract", "open"): "a zip's notebooks, into the run's scratch folder",
     ("release", "generate", "write_text"): "labs/release of the repository, no course folder",
+    ("closed", "build", "write_text"): "a lab's copy of the package, in a folder of its own",
 }
 WRITE_MODES = set("wax+")
 WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT")

@@ -486,7 +486,7 @@ def test_grades_csv_and_grades_wide_csv_carry_the_deduction(course):
     rows = {(r["student"], r["lab"]): r for r in read(paths["grades"])}
     assert list(rows["ada", "lab1"]) == [
         "student", "lab", "automatic", "manual", "total", "max_score", "submitted",
-        "late_days", "penalty_percent", "deduction", "adjusted_total", "status",
+        "late_days", "penalty_percent", "deduction", "adjusted_total", "status", "review",
     ]  # fmt: skip
     got = {
         k: [r[c] for c in ("total", "late_days", "deduction", "adjusted_total")]

@@ -653,6 +653,9 @@ class Sandbox:
             started = self.own.ready() and self._start_child(self.own.control)
         if not started:
             self.stop("the sandbox did not start")
+        # the notebook's time starts once its process is there (a parent of its own has
+        # imported everything first, as a kept one has), warm or cold alike
+        self.deadline = time.monotonic() + self.limits.notebook_seconds
         self._drain = threading.Thread(target=self._read_output, daemon=True)
         self._drain.start()
         return self
@@ -686,6 +689,14 @@ class Sandbox:
         except (TimeoutError, EOFError, ValueError, KeyError, ProcessLookupError):
             self.stop("the sandbox did not start")
         os.close(info_r)
+        if self.stopped is None:  # its imports done before its time starts (as a warm child's)
+            try:
+                ready = wire.read_frame(self._answers, 1024, time.monotonic() + 120)
+                if ready is None or wire.decode_answer(ready, self.limits.budget()).id != "ready":
+                    self.stop("the sandbox did not start")
+            except (TimeoutError, OSError, wire.NotPlainData, wire.FrameTooLarge):
+                self.stop("the sandbox did not start")
+            self.deadline = time.monotonic() + self.limits.notebook_seconds
         self.watch = MemoryWatch(self)  # an ordinary user has no memory cgroup to give it
 
     def _start_child(self, control: socket.socket) -> bool:

@@ -321,9 +321,12 @@ class OutputBudget:
 
     def hidden_error(self, err: BaseException, cell_name: str) -> dict:
         """A hidden test's error output: :func:`hidden_message` only, no traceback."""
+        kinds = ((AssertionError, "AssertionError"), (WrongAnswer, "WrongAnswer"))
+        kinds += ((StudentCodeError, "StudentCodeError"), (TimeoutError, "TimeoutError"))
+        ename = next((name for kind, name in kinds if isinstance(err, kind)), "Failed")
         return {
             "output_type": "error",
-            "ename": type(err).__name__ if type(err).__name__ in SAFE_ERRORS else "Failed",
+            "ename": ename,  # the grader's own kinds, never a name the student's code chose
             "evalue": self.take(hidden_message(err)),
             "traceback": [f"in {cell_name}: {hidden_message(err)}"],
         }

@@ -267,14 +267,15 @@ def single() -> None:
     Requests on 3, answers on 4, output on 1 and 2."""
     prepare()
     os.closerange(5, 1 << 16)
+    from labtools.inside import agent, protocol
+
+    agent.send(protocol.Answer(id="ready"))  # the imports are done: the notebook's time starts
     for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     import numpy
 
     numpy.random.seed()  # noqa: NPY002 - the global generator a student may use, reseeded
-    from labtools.inside import agent
-
     sys.argv[:] = [agent.__file__]
     agent.main()
 
