@@ -277,6 +277,26 @@ def locked(course: Path, job: str = "grading"):
         os.close(fd)
 
 
+def holder(course: Path) -> tuple[str, str] | None:
+    """(pid, job) of the run that holds the course folder's lock now, or None (no lock
+    taken, nor released by this look: a shared lock is tried and let go at once)."""
+    path = Path(course) / LOCK
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held = os.pread(fd, 64, 0).decode(errors="replace").split() + ["unknown"]
+            return held[0], held[1] if len(held) > 2 else "grading"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 def nbgrader_env() -> dict:
     """os.environ with this Python's bin folder first on PATH, where nbgrader finds its
     helpers (alembic) and JupyterLab is."""
