@@ -597,7 +597,8 @@ def test_moodle_refusals(moodle_course, tmp_path):
     )
     given.write_text(fputcsv([WORKSHEET_HEADER, *WORKSHEET_ROWS]))
     assert refusal(lambda: platforms.moodle(moodle_course, given, LAB2)) == (
-        f"{moodle_course} has no graded notebook of {LAB2}: grade it first"
+        f"{moodle_course} has no graded notebook of {LAB2}: grade its Moodle download first "
+        f"(`python3 tasks.py grade DOWNLOAD.zip --course {moodle_course}`)"
     )
     assert refusal(lambda: platforms.moodle(moodle_course, given, "lab9")).startswith(
         "--lab 'lab9': no such lab; the labs are lab1_perceptron, lab2_convergence"
@@ -605,7 +606,9 @@ def test_moodle_refusals(moodle_course, tmp_path):
     given.write_text(fputcsv([WORKSHEET_HEADER, WORKSHEET_ROWS[0], WORKSHEET_ROWS[2]]))
     assert refusal(lambda: platforms.moodle(moodle_course, given, LAB1)) == (
         f"1 graded students of {LAB1} are not in {given}: José Núñez, Jr. (Participant "
-        "5550002); is it the worksheet of the assignment whose submissions were graded?"
+        "5550002); is it the worksheet of the assignment whose submissions were graded? "
+        "Download that one (View all submissions > Download grading worksheet) and export "
+        "with it"
     )
     given.write_text(fputcsv([WORKSHEET_HEADER, *WORKSHEET_ROWS]))
     (moodle_course / "feedback" / "ada.lovelace" / LAB1 / f"{LAB1}.html").unlink()
@@ -616,7 +619,9 @@ def test_moodle_refusals(moodle_course, tmp_path):
     (moodle_course / intake.PARTICIPANTS_FILE).write_text(json.dumps({LAB1: {}}))
     assert refusal(lambda: platforms.moodle(moodle_course, given, LAB1)) == (
         f"2 graded students of {LAB1} have no Moodle participant id (not graded from a "
-        "Moodle download of it): ada.lovelace, jose.nunez.jr-6e0c8a2b"
+        "Moodle download of it): ada.lovelace, jose.nunez.jr-6e0c8a2b; grade the lab's Moodle "
+        "download into this course folder (`python3 tasks.py grade DOWNLOAD.zip`, with its "
+        "--course), then export again"
     )
     assert not list(moodle_course.glob(f"moodle-{LAB1}-*"))
 

@@ -269,7 +269,11 @@ def locked(course: Path, job: str = "grading"):
         except BlockingIOError:
             held = os.pread(fd, 64, 0).decode(errors="replace").split() + ["unknown"]
             what = held[1] if len(held) > 2 else "grading"  # "PID JOB"; a bare PID: grading
-            raise UsageError(f"{what} already running in {course} (pid {held[0]})") from None
+            raise UsageError(
+                f"{what} already running in {course} (pid {held[0]}): wait for it to end (or "
+                f"stop it: kill {held[0]}), then run this command again"
+                + ("; `export` alone shows what is graded so far" if what == "grading" else "")
+            ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()} {job}\n".encode(), 0)
         yield

@@ -279,7 +279,9 @@ def parse(text: str, labs: list[str], name: str = POLICY) -> Policy:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise UsageError(f"{name}: not TOML: {err}") from None
+        raise UsageError(
+            f"{name}: not TOML: {err}: fix it there and run the command again"
+        ) from None
     try:
         return _parse(data, text, labs, name)
     except _Refusal as err:

@@ -370,7 +370,9 @@ def _canvas(course: Path, gradebook, columns, final: bool) -> dict:
     labs = layout.lab_names(course)
     chosen = parse_columns(columns, labs)
     if not graded:
-        raise UsageError(f"{course} has no graded notebook: nothing to export")
+        command = shlex.join(["python3", "tasks.py", "grade", "DOWNLOAD.zip", *course_args(course)])
+        raise UsageError(f"{course} has no graded notebook: nothing to export; grade the "
+                         f"Canvas download first (`{command}`)")  # fmt: skip
     wanted = [lab for lab in labs if lab in graded]
     index = {lab: choose_column(course, lab, header, first, chosen.get(lab)) for lab in wanted}
     twice = {k for k in index.values() if list(index.values()).count(k) > 1}
@@ -597,7 +599,11 @@ def _moodle(course: Path, worksheet, lab: str, final: bool) -> dict[str, Path]:
     said = moodle_times(course, lab, table.rows, header)  # before the totals: lateness
     graded, maxima = graded_totals(course)
     if lab not in graded:
-        raise UsageError(f"{course} has no graded notebook of {lab}: grade it first")
+        command = shlex.join(["python3", "tasks.py", "grade", "DOWNLOAD.zip", *course_args(course)])
+        raise UsageError(
+            f"{course} has no graded notebook of {lab}: grade its Moodle download first "
+            f"(`{command}`)"
+        )
     everyone = graded[lab]
     mine = chosen_rows(graded, final)[lab]
     known = read_participants(course).get(lab, {})
@@ -605,7 +611,9 @@ def _moodle(course: Path, worksheet, lab: str, final: bool) -> dict[str, Path]:
     if unknown:
         raise UsageError(
             f"{len(unknown)} graded students of {lab} have no Moodle participant id (not "
-            f"graded from a Moodle download of it): {', '.join(unknown)}"
+            f"graded from a Moodle download of it): {', '.join(unknown)}; grade the lab's "
+            "Moodle download into this course folder (`python3 tasks.py grade DOWNLOAD.zip`, "
+            "with its --course), then export again"
         )
     rows = [list(r) for r in table.rows]
     by_id = {}
@@ -619,7 +627,8 @@ def _moodle(course: Path, worksheet, lab: str, final: bool) -> dict[str, Path]:
                            for s in absent)  # fmt: skip
         raise UsageError(
             f"{len(absent)} graded students of {lab} are not in {worksheet}: {listed}; is "
-            "it the worksheet of the assignment whose submissions were graded?"
+            "it the worksheet of the assignment whose submissions were graded? Download "
+            "that one (View all submissions > Download grading worksheet) and export with it"
         )
     pages = {s: course / "feedback" / s / lab / f"{lab}.html" for s in mine}
     without = sorted(s for s, page in pages.items() if not page.is_file())
