@@ -41,6 +41,7 @@ SLOW_MODULES = {
     "test_formgrader.py",
     "test_lab_sliders.py",
     "test_door.py",
+    "test_week.py",
 }
 BOOK_FIXTURES = {"built_books"}
 BOOK_MODULES = {"test_book.py", "test_browser.py"}

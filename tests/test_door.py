@@ -96,6 +96,11 @@ def test_one_malformed_notebook_stops_nobody(course, tmp_path):
     hand_in(submissions, "deep", f'{{"cells": {deep}, "metadata": {{}}, "nbformat": 4}}')
     hand_in(submissions, "cut", json.dumps(answered(LAB))[:5000])  # the file cut short
     hand_in(submissions, "bare", "[1, 2, 3]")
+    # issue 40, item 7: what an instructor meets, said in words, not as NotJSONError
+    hand_in(submissions, "empty", "")
+    hand_in(submissions, "page", "<!DOCTYPE html>\n<html><body>lab1_perceptron</body></html>")
+    hand_in(submissions, "old", dict(answered(LAB), nbformat=3))
+    hand_in(submissions, "typo", '{"cells": [], "metadata": {}, "nbformat": 4,, }')
     code, out, err = grade(submissions, course)
     assert code == 0, err[-3000:]
     rows = table(course / "grades.csv")
@@ -103,11 +108,31 @@ def test_one_malformed_notebook_stops_nobody(course, tmp_path):
     assert rows["deep", LAB]["status"] == (
         f"refused: {NB} is nested more than 64 levels deep: {SAVE}"
     )
-    assert rows["cut", LAB]["status"].startswith(f"unreadable notebook: {NB} is not JSON (")
-    assert rows["cut", LAB]["status"].endswith(SAVE)
+    again = "ask the student to hand it in again, then grade again"
+    assert rows["cut", LAB]["status"] == (
+        f"unreadable notebook: {NB} is cut off after 5000 bytes (its JSON stops before the "
+        f"notebook ends): the upload was interrupted; {again}"
+    )
     assert rows["bare", LAB]["status"] == (
         f"unreadable notebook: {NB} is not a notebook (no list of cells): {SAVE}"
     )
+    assert rows["empty", LAB]["status"] == (
+        f"unreadable notebook: {NB} is empty (0 bytes): the upload failed; {again}"
+    )
+    assert rows["page", LAB]["status"] == (
+        f"unreadable notebook: {NB} is a web page (HTML), not a notebook: the browser saved "
+        "the page that shows the notebook; ask the student to download the notebook itself "
+        "from JupyterLab (File > Download) and hand it in again, then grade again"
+    )
+    assert rows["old", LAB]["status"] == (
+        f"unreadable notebook: {NB} is a notebook of format 3 (the grader reads format 4, "
+        "which JupyterLab writes): ask the student to open it in JupyterLab, save it (File > "
+        "Save Notebook) and hand it in again, then grade again"
+    )
+    assert rows["typo", LAB]["status"].startswith(f"unreadable notebook: {NB} is not JSON (")
+    assert rows["typo", LAB]["status"].endswith(SAVE)
+    assert "1 notebooks graded now, 0 already graded before" in out  # of 8 handed in
+    assert "; 7 not graded:" in out
     assert f"  deep / {LAB}: refused: {NB} is nested more than 64 levels deep" in out
     # what the grading and the course folder keep is the door's text, not the student's
     kept = (course / "submitted" / "ann" / LAB / NB).read_text()
@@ -268,7 +293,8 @@ def test_no_text_of_a_table_or_a_comment_is_unbounded(tmp_path):
     assert len(status) < 300  # one note, the id cut (labtools.notebook.plan)
     written = (course / f"moodle-{LAB}-worksheet.csv").read_text(encoding="utf-8")
     comments = {p: c for p, (_, c) in moodle_import(written).items()}
-    assert all(len(c) <= TEXT for c in comments.values()) and "xxxx" in comments["5560"]
+    assert all(len(c) <= TEXT for c in comments.values())
+    assert "xxxx" not in comments["5560"]  # the status is no longer the student's to read
     assert BIG_ID in (course / "logs" / f"big.note--{LAB}.log").read_text()
 
 
@@ -446,6 +472,9 @@ def test_export_on_a_full_disk_keeps_the_last_grades_csv(course, tmp_path):
     submissions = tmp_path / "in"
     for k in range(12):
         hand_in(submissions, f"s{k:02d}", answered(LAB))
+    # every lab set (a due date each), so that grades.csv has a row per student and lab
+    dates = "".join(f"{lab} = 2026-02-06T23:59:00+01:00\n" for lab in layout.lab_names())
+    (course / late.POLICY).write_text(f"[penalty]\npercent_per_day = 10\n[due]\n{dates}")
     assert grade(submissions, course)[0] == 0
     before = (course / "grades.csv").read_bytes()
     assert len(before) > 4096

@@ -67,13 +67,23 @@ def test_the_folders_layout_is_read_as_before(tmp_path):
         (root / student / LAB / NB).write_text("{}")
     (root / "cy" / LAB).mkdir(parents=True)  # a lab folder without its notebook
     (root / "bob" / LAB / "scratch.txt").write_text("x")
+    (root / "bob" / LAB / "Lab1 final.ipynb").write_text("{}")  # renamed (issue 40, item 7)
+    (root / "dee").mkdir()
+    (root / "dee" / "mywork.ipynb").write_text("{}")  # no lab folder
     taken = intake.collect(tmp_path / "in", LABS, tmp_path)
     assert taken.layout == "folders"
     assert taken.submissions == layout.find_submissions(tmp_path / "in", LABS)
     assert rows(taken)[("cy", LAB)] == f"refused: no {NB} in the lab folder"
     assert unplaced(taken) == {
-        f"submitted/bob/{LAB}/scratch.txt": "not <student>/<lab>/<lab>.ipynb"
+        f"submitted/bob/{LAB}/scratch.txt": "not <student>/<lab>/<lab>.ipynb",
+        f"submitted/bob/{LAB}/Lab1 final.ipynb": "not <student>/<lab>/<lab>.ipynb: rename it "
+        f"submitted/bob/{LAB}/{NB} and grade again",
+        "submitted/dee/mywork.ipynb": "not <student>/<lab>/<lab>.ipynb: move it to "
+        f"submitted/dee/LAB/LAB.ipynb (LAB: its lab, one of {', '.join(KNOWN)}; dee: the "
+        "student's id) and grade again",
     }
+    (renamed,) = [u for u in taken.unplaced if u.file.endswith("final.ipynb")]
+    assert (renamed.student, renamed.lab) == ("bob", LAB)  # placed once bob has a row
 
 
 def test_two_folders_that_name_one_student_are_both_refused(tmp_path):
@@ -199,6 +209,8 @@ def test_canvas_files_are_placed_by_user_id_and_original_file_name(tmp_path):
         {
             f"doejane_12345_678901_{NB}": "{}",
             f"roebob_LATE_222_333_{LAB}-1.ipynb": "{}",  # late and resubmitted
+            f"lowcase_late_888_1_{NB}": "{}",  # marked late in lower case (issue 40, item 2)
+            f"taylormia_999_2_{LAB} (1).ipynb": "{}",  # a browser's second download (item 7)
             f"kimsu_444_555_{NB}": "{}",  # two files for one lab
             f"kimsu_444_556_{LAB}-2.ipynb": "{}",
             "kimsu_444_556_notes.txt": "x",
@@ -218,14 +230,21 @@ def test_canvas_files_are_placed_by_user_id_and_original_file_name(tmp_path):
         ("555", LAB): None,
         ("777", LAB): f"refused: the zip entry '../evil_777_1_{NB}' would land outside the "
         "folder it is unpacked into",
+        ("888", LAB): None,
+        ("999", LAB): None,
     }
     assert taken.names["12345"] == "doejane" and taken.names["222"] == "roebob"
-    assert taken.late == [f"222/{LAB}"]
+    assert taken.names["888"] == "lowcase"
+    assert taken.late == [f"222/{LAB}", f"888/{LAB}"]
+    assert taken.canvas_files[("999", LAB)] == {
+        "file": f"taylormia_999_2_{LAB} (1).ipynb", "attachment": "2", "name": "taylormia"
+    }  # fmt: skip
     assert unplaced(taken) == {
         "kimsu_444_556_notes.txt": "not a notebook ('notes.txt')",
         "leeal_555_1_lab9_unknown.ipynb": "'lab9_unknown.ipynb' names no lab (expected one of "
         + ", ".join(f"{lab}.ipynb" for lab in KNOWN)
-        + ")",
+        + f"): to grade it, copy it as FOLDER/leeal_555_1_{NB} into a new folder FOLDER and "
+        "run `python3 tasks.py grade FOLDER`",
         f"alice\n_9_9_{NB}": "not a Canvas file name "
         "(<name>[_LATE]_<userid>_<submissionid>_<file>)",
         "doejane_12345_678901_text.html": "not a notebook ('text.html')",
@@ -594,4 +613,5 @@ def test_the_grade_command_prints_the_files_it_could_not_place(monkeypatch, caps
     assert "1 files of the canvas download could not be placed:" in out
     assert "  'a_1_2_notes.txt': not a notebook ('notes.txt')" in out
     assert f"marked late by the platform: 222/{LAB}" in out
-    assert f"  555 / {LAB}: refused: 2 files name ..." in out
+    assert f"  555 (leeal) / {LAB}: refused: 2 files name ..." in out  # name beside the id
+    assert "0 notebooks graded now, 0 already graded before" in out  # refused: not graded

@@ -127,7 +127,12 @@ def test_the_cap_holds_past_it():
 
 
 def test_an_extension_by_days_moves_the_due_date():
-    assert assess("bea", at(DUE + 36 * HOUR)) == (0.0, 0.0, "")
+    assert assess("bea", at(DUE + 36 * HOUR)) == (
+        0.0,
+        0.0,
+        "submitted 1.5 days after the due date, within the extension (2 days): nothing deducted",
+    )
+    assert assess("bea", at(DUE - HOUR)) == (0.0, 0.0, "")
     assert assess("bea", at(DUE + 60 * HOUR)) == (
         10.0,
         0.8,
@@ -138,11 +143,14 @@ def test_an_extension_by_days_moves_the_due_date():
 
 def test_an_extension_by_date_for_every_lab_and_one_for_a_lab_that_wins():
     new_due = dt.datetime(2026, 2, 20, 12, tzinfo=dt.UTC)
-    assert assess("cy", at(new_due - HOUR)) == (0.0, 0.0, "")
+    assert assess("cy", at(new_due - HOUR))[:2] == (0.0, 0.0)
+    assert assess("cy", at(new_due - HOUR))[2].endswith(
+        "within the extension (to 2026-02-20 12:00 UTC): nothing deducted"
+    )
     assert assess("cy", at(new_due + DAY))[:2] == (10.0, 0.8)
     # cy's lab2 extension (one day after lab2's own due date) wins over the one for every lab
     lab2_due = dt.datetime(2026, 2, 14, 23, 59, tzinfo=dt.timezone(dt.timedelta(hours=1)))
-    assert assess("cy", at(lab2_due - MINUTE), lab="lab2") == (0.0, 0.0, "")
+    assert assess("cy", at(lab2_due - MINUTE), lab="lab2")[:2] == (0.0, 0.0)
     assert assess("cy", at(lab2_due + HOUR), lab="lab2")[:2] == (10.0, 0.8)
     assert policy().due_for("cy", "lab2") == (lab2_due, True)
 
@@ -163,7 +171,7 @@ def test_a_canvas_late_mark_without_a_time_counts_as_unknown_late_days():
     assert assess("ada", mark) == (
         10.0,
         0.8,
-        f"marked late by Canvas, time unknown (counted as 1 day): -10 % {RULE}",
+        f"marked late by Canvas, time unknown (counted as 1 day after the due date): -10 % {RULE}",
     )
     two = POLICY.replace("unknown_late_days = 1", "unknown_late_days = 2")
     assert assess("ada", mark, text=two)[:2] == (20.0, 1.6)
@@ -179,6 +187,42 @@ def test_a_canvas_late_mark_without_a_time_counts_as_unknown_late_days():
     )
 
 
+def test_an_extension_covers_a_late_mark_without_a_time():
+    """Issue 40, item 3: a mark counts unknown_late_days after the due date, less the days
+    of the student's extension: bea's 2 days cover the 1 day, and the status says so;
+    with 3 days of marks, 1 is left; cy's extension to a date covers lab1 too."""
+    mark = late.Submitted(late=True, source="Canvas")
+    assert assess("bea", mark) == (
+        0.0,
+        0.0,
+        "marked late by Canvas, time unknown (counted as 1 day after the due date, within "
+        "the extension (2 days)): nothing deducted",
+    )
+    got = late.assess("bea", "lab1", 8.0, policy(), mark)
+    assert got.days is None and got.words == "handed in within your extension (2 days)"
+    three = POLICY.replace("unknown_late_days = 1", "unknown_late_days = 3")
+    assert assess("bea", mark, text=three) == (
+        10.0,
+        0.8,
+        "marked late by Canvas, time unknown (counted as 3 days after the due date, 2 of them "
+        f"covered by the extension): -10 % {RULE}",
+    )
+    assert assess("cy", mark)[:2] == (0.0, 0.0)  # 13 days to 2026-02-20
+    assert assess("ada", mark)[:2] == (10.0, 0.8)  # no extension: as before
+
+
+def test_an_extension_or_override_for_a_student_with_no_submission_is_named():
+    lines = policy().unknown_students({"ada", "bea", "dan", "eve", "cyy"}, "grading")
+    assert lines == [
+        "late-policy.toml, line 18: [[extension]] 2 is for student cy, who has no submission "
+        "in grading: check the id (a Canvas user id is the number after the name in the "
+        "download's file names); the nearest ids: cyy",
+        "late-policy.toml, line 22: [[extension]] 3 is for student cy, who has no submission "
+        "in grading: check the id (a Canvas user id is the number after the name in the "
+        "download's file names); the nearest ids: cyy",
+    ]
+
+
 def test_the_row_gets_its_columns_and_only_a_graded_row_is_assessed():
     row = {"student": "ada", "lab": "lab1", "total": 8.0, "status": "graded"}
     out = late.adjust(row, policy(), at(DUE + 36 * HOUR))
@@ -189,6 +233,7 @@ def test_the_row_gets_its_columns_and_only_a_graded_row_is_assessed():
         "deduction": 1.6,
         "adjusted_total": 6.4,
         "status": f"graded; late 1.5 days: -20 % {RULE}",
+        "late_words": f"handed in 1.5 days after the due date, -20 % {RULE}",
     }
     assert late.total_after(row, policy(), at(DUE + 36 * HOUR)) == 6.4
     missing = dict(row, total=0.0, status=Status.MISSING.value)
@@ -485,8 +530,9 @@ def test_grades_csv_and_grades_wide_csv_carry_the_deduction(course):
     paths = export.export(course)
     rows = {(r["student"], r["lab"]): r for r in read(paths["grades"])}
     assert list(rows["ada", "lab1"]) == [
-        "student", "lab", "automatic", "manual", "total", "max_score", "submitted",
-        "late_days", "penalty_percent", "deduction", "adjusted_total", "status", "review",
+        "student", "name", "lab", "automatic", "manual", "waiting", "total", "max_score",
+        "submitted", "late_days", "penalty_percent", "deduction", "adjusted_total", "status",
+        "review",
     ]  # fmt: skip
     got = {
         k: [r[c] for c in ("total", "late_days", "deduction", "adjusted_total")]
@@ -505,6 +551,7 @@ def test_grades_csv_and_grades_wide_csv_carry_the_deduction(course):
     wide = {r["student"]: r for r in read(paths["wide"])}
     assert wide["ada"] == {
         "student": "ada",
+        "name": "",
         "lab1": "6.4",
         "lab2": "5.4",
         "total": "11.8",
@@ -538,7 +585,7 @@ def test_export_refuses_a_malformed_policy_in_one_line(course, capsys):
     assert main(["export", "--course", str(course)]) == 2
     err = capsys.readouterr().err
     assert err == (
-        f"error: {course / late.POLICY}, line 15: [[extension]] 1: days must be at least 0 "
+        f"error: {course / late.POLICY}, line 15: [[extension]] 1: days must be from 0 to 3650 "
         "(got -2)\n"
     )
     assert not (course / "grades.csv").exists()

@@ -63,13 +63,32 @@ def canvas_identity_columns(header: list[str]) -> int:
     return 3
 
 
+def canvas_separator(text: str) -> str:
+    """The separator Canvas's importer reads ``text`` with (``GradebookImporter#
+    identify_delimiter``): its first three lines, split by ";" and by ","; a separator
+    that gives each the same number of fields counts that number; ";" if it counts more."""
+    counts = {}
+    for separator in (";", ","):
+        lines = text.removeprefix("\ufeff").splitlines()[:3]
+        found = {len(next(csv.reader([line], delimiter=separator))) for line in lines}
+        counts[separator] = found.pop() if len(found) == 1 else 0
+    return ";" if counts[";"] > counts[","] else ","
+
+
+def canvas_number(value: str) -> float:
+    """A score as Canvas's importer reads it (its converter decimal_comma_to_period)."""
+    return float(re.sub(r"^(-?\d+),(\d+)$", r"\1.\2", value.strip()))
+
+
 def canvas_import(text: str, export_text: str) -> dict:
     """What Canvas would import from ``text`` (canvas-import.csv): {"points": {assignment
     id: points}, "grades": {assignment id: {user ID: score}}}; AssertionError where its
     importer would refuse or mismatch a row. Its identity cells must be the export's own
     (``export_text``), so that every row matches by ``ID`` as it did."""
-    rows = list(csv.reader(io.StringIO(text.removeprefix("\ufeff"))))
-    source = list(csv.reader(io.StringIO(export_text.removeprefix("\ufeff"))))
+    split = canvas_separator(text)
+    rows = list(csv.reader(io.StringIO(text.removeprefix("\ufeff")), delimiter=split))
+    source = list(csv.reader(io.StringIO(export_text.removeprefix("\ufeff")),
+                             delimiter=canvas_separator(export_text)))  # fmt: skip
     n = canvas_identity_columns(rows[0])
     assert rows[0][:n] == source[0][:n]
     ids = {}
@@ -81,7 +100,7 @@ def canvas_import(text: str, export_text: str) -> dict:
     body = rows[1:]
     points = {}
     if body and re.search("Points Possible", body[0][0]):
-        points = {ids[t]: float(v) for t, v in zip(rows[0][n:], body[0][n:], strict=True)}
+        points = {ids[t]: canvas_number(v) for t, v in zip(rows[0][n:], body[0][n:], strict=True)}
         body = body[1:]
     exported = {r[1]: r[:n] for r in source[1:] if len(r) > 1 and r[1].strip()}
     grades = {i: {} for i in ids.values()}
@@ -93,7 +112,7 @@ def canvas_import(text: str, export_text: str) -> dict:
         seen.add(row[1])
         for title, value in zip(rows[0][n:], row[n:], strict=True):
             if value != "":  # an empty cell leaves the grade as it is
-                grades[ids[title]][row[1]] = float(value)
+                grades[ids[title]][row[1]] = canvas_number(value)
     return {"points": points, "grades": grades}
 
 
@@ -157,7 +176,8 @@ def course(tmp_path, monkeypatch):
         status = "graded; 2 points wait for manual grading" if manual == 0 else "graded"
         return dict(student=student, lab=lab, automatic=str(automatic), manual=str(manual),
                     total=str(total), max_score=str(top), status=status, deduction="0.0",
-                    adjusted_total=str(total))  # fmt: skip
+                    adjusted_total=str(total), waiting="2.0" if manual == 0 else "0.0",
+                    final=manual != 0)  # fmt: skip
 
     graded = {
         LAB1: {
@@ -226,7 +246,7 @@ def test_canvas_import_file_passes_the_importers_rules_with_each_layout(course, 
         ],
         "plain": None,  # titles that are the labs' ids
     }.get(name, COLUMNS)
-    out = platforms.canvas(course, given, columns)
+    out = platforms.canvas(course, given, columns)["import"]
     assert out == course / "canvas-import.csv"
     written = out.read_text(encoding="utf-8")
     assert written.startswith("\ufeff") == text.startswith("\ufeff")
@@ -239,7 +259,7 @@ def test_canvas_import_file_passes_the_importers_rules_with_each_layout(course, 
 def test_canvas_import_file_is_exactly_the_exports_identity_then_the_labs(course, tmp_path):
     given = tmp_path / "export.csv"
     given.write_text(CANVAS_EXPORTS["sis"], encoding="utf-8")
-    written = platforms.canvas(course, given, COLUMNS).read_text(encoding="utf-8")
+    written = platforms.canvas(course, given, COLUMNS)["import"].read_text(encoding="utf-8")
     assert written.splitlines() == [
         'Student,ID,SIS User ID,SIS Login ID,Section,Lab 1: Perceptron (4401),"Lab 2: '
         'Convergence, measured (part 1) (4402)"',
@@ -259,7 +279,7 @@ def test_canvas_joins_on_sis_ids_when_the_course_names_students_by_login(
     monkeypatch.setattr(platforms, "graded_totals", lambda c: (by_login, maxima))
     given = tmp_path / "export.csv"
     given.write_text(CANVAS_EXPORTS["login"], encoding="utf-8")
-    out = platforms.canvas(course, given, COLUMNS)
+    out = platforms.canvas(course, given, COLUMNS)["import"]
     imported = canvas_import(out.read_text("utf-8"), given.read_text())
     assert imported["grades"] == {"4401": {"101": 8.5}, "4402": {"101": 4.0}}
 
@@ -313,16 +333,22 @@ def test_canvas_refuses_a_lab_with_no_column_or_several(course, tmp_path):
         "lab1_perceptron=..."
     )
     chosen = ["lab1_perceptron=Lab 1 retake"]  # the title alone names the column
-    imported = canvas_import(platforms.canvas(course, given, chosen).read_text(), given.read_text())
+    imported = canvas_import(
+        platforms.canvas(course, given, chosen)["import"].read_text(), given.read_text()
+    )
     assert set(imported["grades"]) == {"4405", "4402"}
     chosen = ["lab1_perceptron=4403"]  # and the assignment id alone
-    imported = canvas_import(platforms.canvas(course, given, chosen).read_text(), given.read_text())
+    imported = canvas_import(
+        platforms.canvas(course, given, chosen)["import"].read_text(), given.read_text()
+    )
     assert set(imported["grades"]) == {"4403", "4402"}
     assert refusal(lambda: platforms.canvas(course, given, ["lab1_perceptron=Lab 9"])) == (
         "--column lab1_perceptron='Lab 9' matches no assignment column of the export; its "
         "assignments: 'Lab 1 (4401)', 'lab1_perceptron (4403)', 'Lab 1 retake (4405)', "
-        "'Lab 2 (4402)'; name one with --column lab1_perceptron='TITLE (ID)' (or its id alone)"
+        "'Lab 2 (4402)'; name one with --column lab1_perceptron='TITLE (ID)' (or its id alone) "
+        "(nothing written; the earlier canvas-import.csv removed)"  # (issue 40, item 6)
     )
+    assert not (course / platforms.CANVAS_FILE).exists()
     assert refusal(lambda: platforms.canvas(course, given, ["lab9=Lab 1 (4401)"])).startswith(
         "--column 'lab9=Lab 1 (4401)': no lab 'lab9'; the labs are lab1_perceptron, "
     )
@@ -341,19 +367,42 @@ def test_a_column_whose_title_only_holds_the_labs_label_is_never_chosen(course, 
     assert message.startswith("lab1_perceptron ('Lab 1: Perceptron training by hand and in code')")
     assert "is named by no assignment column" in message and "--column lab1_perceptron=" in message
     assert not (course / platforms.CANVAS_FILE).exists()
-    out = platforms.canvas(course, given, ["lab1_perceptron=7001"])
+    out = platforms.canvas(course, given, ["lab1_perceptron=7001"])["import"]
     imported = canvas_import(out.read_text(), given.read_text())
     assert imported["grades"] == {"7001": WANT_GRADES["4401"], "7002": WANT_GRADES["4402"]}
 
 
-def test_canvas_refuses_graded_students_missing_from_the_export(course, tmp_path):
+def test_graded_students_missing_from_the_canvas_export_are_listed_and_left_out(course, tmp_path):
+    """Issue 40, item 6: a student who dropped the course is not in the gradebook export;
+    the others' grades go back, and the dropped ones are named (no refusal of the class)."""
     given = tmp_path / "export.csv"
     given.write_text("Student,ID,Section,Lab 1 (4401),Lab 2 (4402)\nAda,101,S1,,\n")
-    assert refusal(lambda: platforms.canvas(course, given)) == (
-        f"2 graded students are not in {given} (by ID, SIS User ID or SIS Login ID): 102, "
-        "103; download the gradebook export again after they are enrolled"
-    )
-    assert not (course / "canvas-import.csv").exists()
+    written = platforms.canvas(course, given)
+    assert written["notes"] == [
+        "2 graded students are not in export.csv (by ID, SIS User ID or SIS Login ID), left "
+        "out of canvas-import.csv: 102, 103; a student who dropped the course stays out; one "
+        "still enrolled is in a newer export (Grades > Export)"
+    ]
+    imported = canvas_import(written["import"].read_text(), given.read_text())
+    assert imported["grades"] == {"4401": {"101": 8.5}, "4402": {"101": 4.0}}
+
+
+def test_a_canvas_export_with_semicolons_goes_back_with_semicolons(course, tmp_path):
+    """Issue 40, item 6: Canvas's "semicolons" setting writes the gradebook export with ";"
+    (and decimal commas); it is read, and canvas-import.csv is written the same way, which
+    Canvas's importer tells from a comma file by its first three lines (the checker)."""
+    rows = list(csv.reader(io.StringIO(CANVAS_EXPORTS["sis"])))
+    rows[1] = [cell.replace(".", ",") for cell in rows[1]]  # "11,00": decimal commas
+    out = io.StringIO()
+    csv.writer(out, delimiter=";", lineterminator="\n").writerows(rows)
+    text = out.getvalue()
+    given = tmp_path / "export.csv"
+    given.write_text(text, encoding="utf-8")
+    assert canvas_separator(text) == ";"
+    written = platforms.canvas(course, given, COLUMNS)["import"].read_text(encoding="utf-8")
+    assert canvas_separator(written) == ";"
+    assert written.splitlines()[2] == "Lovelace, Ada;101;s101;ada;Section A;8.5;4"
+    assert canvas_import(written, text)["grades"] == WANT_GRADES
 
 
 def test_the_command_line_refuses_in_one_line(course, tmp_path, capsys):
@@ -434,12 +483,8 @@ def test_moodle_worksheet_is_filled_and_every_other_byte_kept(moodle_course, tmp
     }
     written = out["worksheet"].read_bytes().decode("utf-8")
     assert moodle_import(written) == {
-        "5550001": ("77.27", "8.5 of 11 points: 7 automatic, 1.5 graded by hand. Status: graded."),
-        "5550002": (
-            "27.27",
-            "3 of 11 points: 3 automatic, 0 graded by hand. Status: graded; 2 points wait "
-            "for manual grading.",
-        ),
+        "5550001": ("77.27", "8.5 of 11 points."),
+        "5550002": ("27.27", "3 of 11 points. 2 points of your answers are not graded yet."),
         "5550003": ("", ""),
     }
     before, after = text.splitlines(keepends=True), written.splitlines(keepends=True)
@@ -478,14 +523,23 @@ def test_moodle_gets_the_total_after_the_late_deduction(moodle_course, tmp_path)
     """The late policy's deduction (grades.csv's adjusted_total) is what goes back: a
     Lab 1 of 8.5 points, 20 % late, is 6.8, and the comment says what was deducted."""
     graded, _ = platforms.graded_totals(moodle_course)
-    graded[LAB1]["ada.lovelace"].update(deduction="1.7", adjusted_total="6.8")
+    words = "handed in 1.5 days after the due date, -20 % (10 % a day, started days; cap 50 %)"
+    graded[LAB1]["ada.lovelace"].update(deduction="1.7", adjusted_total="6.8", late_words=words)
+    # what a student must not read: the status's internal notes (issue 40, item 5)
+    graded[LAB1]["ada.lovelace"]["status"] = (
+        "graded; its written answers could not be matched: check it by hand; answer cell "
+        "ex1-code is missing; late 1.5 days: -20 % (10 % a day, started days; cap 50 %)"
+    )
     rows = [WORKSHEET_HEADER, *[r[:5] + ["11.00"] + r[6:] for r in WORKSHEET_ROWS]]
     given = tmp_path / "worksheet.csv"
     given.write_text(fputcsv(rows))
     written = platforms.moodle(moodle_course, given, LAB1)["worksheet"].read_text()
     grade, comment = moodle_import(written)["5550001"][:2]
     assert grade == "6.80"
-    assert comment.startswith("6.8 of 11 points: 7 automatic, 1.5 graded by hand, 1.7 deducted")
+    assert comment == (
+        "6.8 of 11 points. 8.5 points earned, less 1.7 for late work: handed in 1.5 days after "
+        "the due date, -20 % (10 % a day, started days; cap 50 %)."
+    )
 
 
 def test_moodle_submission_times_are_kept_in_the_policys_time_zone(moodle_course, tmp_path):
@@ -529,7 +583,7 @@ def test_canvas_gets_the_total_after_the_late_deduction(course, tmp_path):
     graded[LAB1]["101"].update(deduction="1.7", adjusted_total="6.8")
     given = tmp_path / "export.csv"
     given.write_text(CANVAS_EXPORTS["sis"], encoding="utf-8")
-    written = platforms.canvas(course, given, COLUMNS).read_text(encoding="utf-8")
+    written = platforms.canvas(course, given, COLUMNS)["import"].read_text(encoding="utf-8")
     assert '"Lovelace, Ada",101,s101,ada,Section A,6.8,4' in written.splitlines()
 
 
@@ -543,7 +597,8 @@ def test_moodle_refusals(moodle_course, tmp_path):
     )
     given.write_text(fputcsv([WORKSHEET_HEADER, *WORKSHEET_ROWS]))
     assert refusal(lambda: platforms.moodle(moodle_course, given, LAB2)) == (
-        f"{moodle_course} has no graded notebook of {LAB2}: grade it first"
+        f"{moodle_course} has no graded notebook of {LAB2}: grade its Moodle download first "
+        f"(`python3 tasks.py grade DOWNLOAD.zip --course {moodle_course}`)"
     )
     assert refusal(lambda: platforms.moodle(moodle_course, given, "lab9")).startswith(
         "--lab 'lab9': no such lab; the labs are lab1_perceptron, lab2_convergence"
@@ -551,7 +606,9 @@ def test_moodle_refusals(moodle_course, tmp_path):
     given.write_text(fputcsv([WORKSHEET_HEADER, WORKSHEET_ROWS[0], WORKSHEET_ROWS[2]]))
     assert refusal(lambda: platforms.moodle(moodle_course, given, LAB1)) == (
         f"1 graded students of {LAB1} are not in {given}: José Núñez, Jr. (Participant "
-        "5550002); is it the worksheet of the assignment whose submissions were graded?"
+        "5550002); is it the worksheet of the assignment whose submissions were graded? "
+        "Download that one (View all submissions > Download grading worksheet) and export "
+        "with it"
     )
     given.write_text(fputcsv([WORKSHEET_HEADER, *WORKSHEET_ROWS]))
     (moodle_course / "feedback" / "ada.lovelace" / LAB1 / f"{LAB1}.html").unlink()
@@ -562,7 +619,9 @@ def test_moodle_refusals(moodle_course, tmp_path):
     (moodle_course / intake.PARTICIPANTS_FILE).write_text(json.dumps({LAB1: {}}))
     assert refusal(lambda: platforms.moodle(moodle_course, given, LAB1)) == (
         f"2 graded students of {LAB1} have no Moodle participant id (not graded from a "
-        "Moodle download of it): ada.lovelace, jose.nunez.jr-6e0c8a2b"
+        "Moodle download of it): ada.lovelace, jose.nunez.jr-6e0c8a2b; grade the lab's Moodle "
+        "download into this course folder (`python3 tasks.py grade DOWNLOAD.zip`, with its "
+        "--course), then export again"
     )
     assert not list(moodle_course.glob(f"moodle-{LAB1}-*"))
 
@@ -647,16 +706,11 @@ def test_a_moodle_class_goes_back_into_moodle_and_canvas(graded_class, tmp_path)
     assert cli.main(argv) == 0
     written = (course / f"moodle-{LAB2}-worksheet.csv").read_text(encoding="utf-8")
     assert moodle_import(written) == {
-        "8000002": (
+        "8000002": (  # the written answers wait: every test has its score
             "0.00",
-            "0 of 10 points: 0 automatic, 0 graded by hand. Status: graded; 3 points wait for "
-            "manual grading.",  # the written answers only: every test has its score
+            "0 of 10 points. 3 points of your answers are not graded yet.",
         ),
-        "8000001": (
-            "70.00",
-            "7 of 10 points: 7 automatic, 0 graded by hand. Status: graded; 3 points wait for "
-            "manual grading.",
-        ),
+        "8000001": ("70.00", "7 of 10 points. 3 points of your answers are not graded yet."),
     }
     data = (course / f"moodle-{LAB2}-feedback.zip").read_bytes()
     assert moodle_zip_import(data, {"8000001", "8000002"}) == {

@@ -68,14 +68,22 @@ def _grade(args) -> None:
             feedback=args.feedback,
             db=args.db,
         )
+    from labtools.intake import shown
+
+    names = summary.get("student names") or summary.get("names") or {}
+
+    def who(row) -> str:
+        return f"{shown(row.student, names)} / {row.lab}"
+
     rows = summary["graded"]
     failed = [r for r in rows if not r.graded]
     print(
-        f"\n{len(rows)} notebooks graded now, {len(summary['already graded'])} already graded "
-        f"before (use --regrade to grade them again); {len(failed)} not graded:"
+        f"\n{len(rows) - len(failed)} notebooks graded now, {len(summary['already graded'])} "
+        f"already graded before (use --regrade to grade them again); {len(failed)} not graded"
+        + (":" if failed else "")
     )
     for row in failed:
-        print(f"  {row.student} / {row.lab}: {row.text}")
+        print(f"  {who(row)}: {row.text}")
     stale = summary.get("manual not kept", [])
     if stale:
         print(
@@ -84,12 +92,12 @@ def _grade(args) -> None:
         )
         for row in stale:
             said = next(n for n in row.detail.split("; ") if STALE in n)
-            print(f"  {row.student} / {row.lab}: {said}")
+            print(f"  {who(row)}: {said}")
     again = summary.get("graded again", [])
     if again:
         print(
             f"{len(again)} of them graded again because an earlier run did not grade them "
-            "(grading failed or not graded): " + ", ".join(f"{r.student} / {r.lab}" for r in again)
+            "(grading failed or not graded): " + ", ".join(who(r) for r in again)
         )
     changed = summary.get("changed", [])
     if changed:
@@ -98,7 +106,12 @@ def _grade(args) -> None:
         for row in changed:
             command = ["python3", "tasks.py", "grade", args.submissions, *course, "--regrade"]
             command += ["--students", row.student, "--labs", row.lab]
-            print(f"  {row.student} / {row.lab}: {shlex.join(command)}")
+            print(f"  {who(row)}: {shlex.join(command)}")
+        if len(changed) > 1:  # one command for them all
+            command = ["python3", "tasks.py", "grade", args.submissions, *course, "--regrade"]
+            command += ["--students", *sorted({r.student for r in changed})]
+            command += ["--labs", *sorted({r.lab for r in changed})]
+            print(f"  all of them at once: {shlex.join(command)}")
     if summary.get("left out by --labs"):
         print(f"{summary['left out by --labs']} notebooks of other labs left out by --labs")
     unplaced = summary.get("not placed", [])
@@ -108,12 +121,31 @@ def _grade(args) -> None:
             print(f"  {capped(repr(entry['file']), 2 * NAME)}: {capped(entry['why'])}")
     if summary.get("late"):
         print(f"marked late by the platform: {', '.join(summary['late'])}")
+    elif summary.get("layout") == "canvas" and summary.get("graded"):
+        print("marked late by the platform: none (no file name has _LATE or _late)")
     if summary.get("kept apart"):
         print(capped(summary["kept apart"], 10 * TEXT))
     for line in summary.get("shared names", []):
         print(capped(line))
     for name, path in summary["exported"].items():
         print(f"{name}: {path}")
+    week(summary["exported"])
+
+
+def week(found) -> None:
+    """Print what an export found that the instructor should know (notes) and what is not
+    final yet (:attr:`labtools.export.Exported.pending`), each with what finishes it."""
+    from labtools.wire import capped
+
+    for line in getattr(found, "notes", []):
+        print(f"note: {capped(line, 4 * 1000)}")
+    pending = getattr(found, "pending", [])
+    if pending:
+        print("not final yet:")
+        for line in pending:
+            print(f"  - {capped(line, 4 * 1000)}")
+    elif hasattr(found, "pending"):
+        print("every grade is final: nothing waits for grading by hand or review")
 
 
 def _export(args) -> None:
@@ -125,20 +157,50 @@ def _export(args) -> None:
         raise UsageError("--column goes with --canvas GRADEBOOK_EXPORT.csv")
     if bool(args.moodle) != bool(args.lab):
         raise UsageError("--moodle WORKSHEET.csv and --lab LAB go together")
+    if args.final and not (args.canvas or args.moodle):
+        raise UsageError("--final goes with --canvas or --moodle (the files that go back)")
     course = Path(args.course)
     layout.existing_course(course)
+    running = courses.holder(course)
+    if running is not None and running[1] == "grading" and not (args.canvas or args.moodle):
+        if args.db is not None:
+            raise UsageError(f"grading is running in {course} (pid {running[0]}): leave out --db")
+        found = export(course, so_far=True)  # reads the course folder; writes its own files
+        print(
+            f"grading is running in {course} (pid {running[0]}): these tables hold what is "
+            "graded so far; grades.csv is written when the run ends"
+        )
+        for name, path in found.items():
+            print(f"{name}: {path}")
+        week(found)
+        return
+    if running is not None and running[1] == "grading":
+        raise UsageError(
+            f"grading is running in {course} (pid {running[0]}): the files for Canvas and "
+            "Moodle go back once it ends; run this command again then (`export` alone shows "
+            "what is graded so far)"
+        )
     with courses.locked(course, "export"):  # not while a run writes the gradebook
         courses.use_gradebook(course, args.db)
-        for name, path in export(course).items():
-            print(f"{name}: {path}")
-        if args.canvas or args.moodle:
+        if args.canvas or args.moodle:  # (each writes the tables first, as the export below)
             from labtools import platforms
 
             if args.canvas:
-                print(f"canvas: {platforms.canvas(course, args.canvas, args.column)}")
+                written = platforms.canvas(course, args.canvas, args.column, final=args.final)
+                for name, said in written.items():
+                    if name == "notes":
+                        for line in said:
+                            print(f"canvas note: {line}")
+                    else:
+                        print(f"canvas {name}: {said}")
             if args.moodle:
-                for name, said in platforms.moodle(course, args.moodle, args.lab).items():
+                written = platforms.moodle(course, args.moodle, args.lab, final=args.final)
+                for name, said in written.items():
                     print(f"moodle {name}: {said}")
+        found = export(course)  # last: with the names the gradebook export gave
+        for name, path in found.items():
+            print(f"{name}: {path}")
+        week(found)
 
 
 def _feedback(args) -> None:
@@ -151,6 +213,10 @@ def _feedback(args) -> None:
     with courses.locked(course, "feedback"):  # not while a run writes the gradebook
         courses.use_gradebook(course, args.db)
         courses.check_gradebook(course)
+        from labtools import export
+
+        # each page shows the score after the late deduction, as the policy has it now
+        export.into_gradebook(course, export.collect(course))
         # a page that could not be written keeps its old one: FeedbackFailed, a UsageError
         written = generate_feedback(course, args.labs or layout.lab_names(course))
     print(f"{written} feedback pages written in {course / 'feedback'}")

@@ -269,10 +269,34 @@ def locked(course: Path, job: str = "grading"):
         except BlockingIOError:
             held = os.pread(fd, 64, 0).decode(errors="replace").split() + ["unknown"]
             what = held[1] if len(held) > 2 else "grading"  # "PID JOB"; a bare PID: grading
-            raise UsageError(f"{what} already running in {course} (pid {held[0]})") from None
+            raise UsageError(
+                f"{what} already running in {course} (pid {held[0]}): wait for it to end (or "
+                f"stop it: kill {held[0]}), then run this command again"
+                + ("; `export` alone shows what is graded so far" if what == "grading" else "")
+            ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()} {job}\n".encode(), 0)
         yield
+    finally:
+        os.close(fd)
+
+
+def holder(course: Path) -> tuple[str, str] | None:
+    """(pid, job) of the run that holds the course folder's lock now, or None (no lock
+    taken, nor released by this look: a shared lock is tried and let go at once)."""
+    path = Path(course) / LOCK
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held = os.pread(fd, 64, 0).decode(errors="replace").split() + ["unknown"]
+            return held[0], held[1] if len(held) > 2 else "grading"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
     finally:
         os.close(fd)
 

@@ -43,6 +43,7 @@ MAX_DEPTH = 64  # levels of nesting of a notebook's JSON (JupyterLab writes 6 or
 MAX_TABLE = 64 * 2**20  # bytes of a platform's CSV file
 FRAME = 512 * 2**20  # the largest answer a child sends (a notebook's text, at most)
 SAVE = "hand in the notebook as JupyterLab saves it (File > Save Notebook), then grade again"
+AGAIN = "ask the student to hand it in again, then grade again"
 
 
 class Refused(Exception):
@@ -206,9 +207,17 @@ def notebook(data: bytes, name: str, check: Callable[[dict], str | None] | None 
     except RecursionError:
         raise Refused(f"{name} is nested more than {MAX_DEPTH} levels deep: {SAVE}") from None
     except ValueError as err:
-        raise Refused(f"{name} is not JSON ({err}): {SAVE}", unreadable=True) from None
+        raise Refused(not_json(name, data, text, err), unreadable=True) from None
     if depth(nb) > MAX_DEPTH:
         raise Refused(f"{name} is nested more than {MAX_DEPTH} levels deep: {SAVE}")
+    version = nb.get("nbformat") if isinstance(nb, dict) else None
+    if isinstance(version, int) and not isinstance(version, bool) and version != 4:
+        raise Refused(
+            f"{name} is a notebook of format {version} (the grader reads format 4, which "
+            "JupyterLab writes): ask the student to open it in JupyterLab, save it (File > "
+            "Save Notebook) and hand it in again, then grade again",
+            unreadable=True,
+        )
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise Refused(f"{name} is not a notebook (no list of cells): {SAVE}", unreadable=True)
     if check is not None:
@@ -218,13 +227,39 @@ def notebook(data: bytes, name: str, check: Callable[[dict], str | None] | None 
     return {"text": canonical(nb)}
 
 
+def not_json(name: str, data: bytes, text: str, err: ValueError) -> str:
+    """Why a notebook's bytes are not JSON, in the words an instructor acts on: an empty
+    file, a file cut off (an upload interrupted), a web page saved in its place, or else
+    the parser's own message."""
+    body = text.lstrip("\ufeff \t\r\n")
+    if not body:
+        return f"{name} is empty ({len(data)} bytes): the upload failed; {AGAIN}"
+    if body.startswith("<"):
+        return (
+            f"{name} is a web page (HTML), not a notebook: the browser saved the page that "
+            "shows the notebook; ask the student to download the notebook itself from "
+            "JupyterLab (File > Download) and hand it in again, then grade again"
+        )
+    message = str(getattr(err, "msg", err))
+    position = getattr(err, "pos", 0)
+    if body.startswith("{") and (
+        message.startswith("Unterminated string") or position >= len(text.rstrip())
+    ):
+        return (
+            f"{name} is cut off after {len(data)} bytes (its JSON stops before the notebook "
+            f"ends): the upload was interrupted; {AGAIN}"
+        )
+    return f"{name} is not JSON ({err}): {SAVE}"
+
+
 def table(path: str) -> dict:
     """The door's reading of a platform's CSV file (in the child, :func:`read`): its rows
     (lists of strings) and how it is written: ``bom``, ``encoding`` ("utf-8", or "latin-1"
-    for a file a spreadsheet saved again), ``newline`` and ``quoting`` ("all", "fputcsv" or
-    "minimal": every field quoted, or only those holding a character that PHP's
-    ``fputcsv`` quotes (a space too), or csv's). :class:`Refused` for a file larger than
-    :data:`MAX_TABLE` or not CSV."""
+    for a file a spreadsheet saved again), ``newline``, ``delimiter`` ("," or ";", told
+    as Canvas's gradebook importer tells it: :func:`delimiter`) and ``quoting`` ("all",
+    "fputcsv" or "minimal": every field quoted, or only those holding a character that
+    PHP's ``fputcsv`` quotes (a space too), or csv's). :class:`Refused` for a file larger
+    than :data:`MAX_TABLE` or not CSV."""
     with open(path, "rb") as f:
         data = f.read(MAX_TABLE + 1)
     if len(data) > MAX_TABLE:
@@ -235,16 +270,36 @@ def table(path: str) -> dict:
     except UnicodeDecodeError:  # saved again by a spreadsheet: its bytes kept as they are
         text, encoding = data.decode("latin-1"), "latin-1"
     newline = "\r\n" if "\r\n" in text else "\n"
+    separator = delimiter(text)
     try:
-        rows = list(csv.reader(io.StringIO(text, newline=""), strict=True))
+        rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=separator, strict=True))
     except csv.Error as err:
         raise Refused(f"{path} is not a CSV file ({err})") from None
     header = rows[0] if rows else []
     first = text.split("\n", 1)[0].rstrip("\r")
+    specials = f'{separator}"'
     if header and first.count('"') >= 2 * len(header) and first.startswith('"'):
         quoting = "all"
-    elif any(" " in h and f'"{h}"' in first and not set(h) & set(',"') for h in header):
+    elif any(" " in h and f'"{h}"' in first and not set(h) & set(specials) for h in header):
         quoting = "fputcsv"
     else:
         quoting = "minimal"
-    return {"rows": rows, "bom": bom, "encoding": encoding, "newline": newline, "quoting": quoting}
+    return {"rows": rows, "bom": bom, "encoding": encoding, "newline": newline,
+            "quoting": quoting, "delimiter": separator}  # fmt: skip
+
+
+def delimiter(text: str) -> str:
+    """The field separator of a CSV text, as Canvas's gradebook importer tells it
+    (``GradebookImporter#identify_delimiter``, for its "semicolons" export setting): its
+    first three lines parsed with ";" and with ","; a separator that gives every line the
+    same number of fields counts that number; ";" when it counts more than "," and at
+    least two (a comma file whose lines differ is still a comma file)."""
+    lines = text.splitlines()[:3]
+    counts = {}
+    for separator in (";", ","):
+        try:
+            found = {len(next(csv.reader([line], delimiter=separator), [])) for line in lines}
+        except csv.Error:
+            found = set()
+        counts[separator] = found.pop() if len(found) == 1 else 0
+    return ";" if counts[";"] > max(counts[","], 1) else ","

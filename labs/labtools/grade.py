@@ -109,8 +109,10 @@ def grade(
             apart = intake.apart(course, taken)  # ids that came from another source: listed
             found = [sub for sub in found if (sub.student, sub.lab) not in apart]
             taken.keep_names(course)  # names, participants and each id's source
+            intake.keep_not_placed(course, str(submissions), taken.unplaced)
             todo, skipped, again, changed = [], [], [], []
             times = {}  # when each notebook graded (now or before) came in, if the intake knows
+            files = {}  # the Canvas download's file of each notebook, with its digest
             for sub in found:
                 data = None
                 if not sub.refused:
@@ -126,6 +128,11 @@ def grade(
                     previous is None or previous.digest == digest or previous.status in LOST
                 ):
                     times[(sub.student, sub.lab)] = dataclasses.replace(when, digest=digest)
+                if (sub.student, sub.lab) in taken.canvas_files:
+                    files[(sub.student, sub.lab)] = {
+                        **taken.canvas_files[(sub.student, sub.lab)],
+                        "digest": digest,
+                    }
                 if previous is not None and previous.status in LOST:
                     again.append(previous)  # the last run lost it: graded now
                 elif previous is not None:
@@ -142,6 +149,7 @@ def grade(
             todo = admit(course, todo)  # the door: each notebook read once, in a child
             if times:
                 late.record_times(course, times)
+            intake.keep_canvas_files(course, files)
             rows = schedule.run(
                 course,
                 todo,
@@ -154,6 +162,9 @@ def grade(
                 feedback=feedback,
             )
             exported = export(course)
+            if feedback:  # a page written before its late deduction was known: again
+                rewrite_pages(course, getattr(exported, "penalties", []))
+            names = intake.student_names(course)
     left_out = sum(1 for sub in taken.submissions if sub.lab not in labs)
     return {
         "graded": rows,
@@ -165,7 +176,25 @@ def grade(
         "left out by --labs": left_out,
         "exported": exported,
         **taken.report(),
+        "student names": names,  # every name the course folder knows, by student id
     }
+
+
+def rewrite_pages(course: Path, changed: list[tuple[str, str]]) -> None:
+    """Write again the feedback pages of these (student, lab) whose late deduction in the
+    gradebook changed after they were written; a page that cannot be is kept as it was
+    and said (``python -m labtools feedback`` writes it again)."""
+    import sys
+
+    from labtools.feedback import write_limited
+
+    for student, lab in changed:
+        if not (course / "feedback" / student / lab / f"{lab}.html").exists():
+            continue  # none written (--no-feedback, or it failed): `feedback` writes it
+        why = write_limited(course, student, lab)
+        if why:
+            print(f"warning: the feedback page of {student}/{lab} was not written again "
+                  f"({why}): run `tasks.py feedback --labs {lab}`", file=sys.stderr)  # fmt: skip
 
 
 def chosen(taken, submissions: Path, labs: list[str], students: list[str] | None) -> list:

@@ -8,7 +8,11 @@ Three layouts are read as they come, from a folder or a zip:
 - **Canvas** "Download submissions": flat files
   ``<name>[_LATE]_<userid>_<submissionid>_<file>``, ``<name>`` the student's name in lower
   case without spaces; the student id is the numeric ``<userid>`` (stable, and what Canvas's
-  gradebook import matches on); a ``_LATE`` mark is kept as late at an unknown time;
+  gradebook import matches on); a late mark, ``_LATE`` or ``_late`` (Canvas and the tools
+  around it write both), is kept as late at an unknown time. The second number is the id
+  of the file handed in (Canvas's attachment id): the course folder keeps it with the
+  file's name (:data:`CANVAS_FILE_NAMES`), so that the feedback pages go back to the
+  submissions they are for (:func:`labtools.platforms.canvas_feedback`);
 - **Moodle** "Download all submissions": a folder per participant,
   ``<Full Name>_<participant id>_assignsubmission_file[_]/`` holding the files as uploaded
   (or, with "download as folders" off, flat files
@@ -25,13 +29,18 @@ The layout is the one that places the most files (the folders layout on a tie), 
 stray file cannot turn a class's download into another layout. Under Canvas and Moodle,
 the lab of a file is its original file name (``lab1_perceptron.ipynb``, tolerating the
 ``-1``, ``-2`` that a platform adds to a resubmitted file), as nbgrader's ``zip_collect``
-with its file-name collector does.
+with its file-name collector does; a browser's name for a second download of one file,
+``lab1_perceptron (1).ipynb``, is understood the same way.
 
 Each student stays apart: a problem is a refusal on that student's row (its status says
 why), never a stop for the class. Two files (or folders) that name one student for one
 lab are both refused, naming each other. A file that cannot be given a student and a lab
 (not a notebook, no lab in its name, a name the layout does not have, an id that is not
-valid) gets no row: it is listed in :attr:`Intake.unplaced`, which ``grade`` prints.
+valid) gets no row: it is listed in :attr:`Intake.unplaced`, which ``grade`` prints; a
+notebook among them says how to place it (its name as the layout wants it, where to put
+it and what to grade), and the course folder keeps the notebooks that could not be placed
+(:data:`NOT_PLACED`) until their student has a row of the lab, so that ``export`` names
+them among what is not final.
 
 A zip is read member by member (never ``extractall``): a member whose path leaves the
 target, a link, a member larger than :data:`labtools.layout.MAX_NOTEBOOK`, a name held
@@ -61,14 +70,17 @@ from labtools.layout import MAX_NOTEBOOK, Submission, UsageError
 MAX_EXTRACTED = 2**30  # bytes of notebooks written from one zip, all members together
 MAX_MEMBERS = 50_000  # entries in one zip (a platform's download of a class is far below)
 
+# a late mark in either case: Canvas writes _LATE, and some instances and tools _late
 CANVAS = re.compile(
-    r"(?P<name>[\w-]+?)(?P<late>_LATE)?_(?P<userid>[0-9]+)_(?P<sub>[0-9]+)_(?P<file>.+)"
+    r"(?P<name>[\w-]+?)(?P<late>_(?i:late))?_(?P<userid>[0-9]+)_(?P<sub>[0-9]+)_(?P<file>.+)"
 )
 # Moodle writes a full name with its "_" made spaces; no control characters
 MOODLE_NAME = r"(?P<name>[^_/\x00-\x1f\x7f]+)_(?P<id>[0-9]+)_assignsubmission_(?P<plugin>[a-z]+)"
 MOODLE_FOLDER = re.compile(MOODLE_NAME + "_?")
 MOODLE_FILE = re.compile(MOODLE_NAME + "_(?P<file>.+)")
-RESUBMITTED = re.compile(r"-\d+$")  # "lab1_perceptron-1.ipynb": a platform's renamed copy
+# "lab1_perceptron-1.ipynb": a platform's renamed copy; "lab1_perceptron (1).ipynb": a
+# browser's name for a second download of one file (either, or both, at the end of the name)
+RESUBMITTED = re.compile(r"(?:-\d+|\s*\(\d+\))+$")
 # in the course folder: each Moodle name seen (NFC, otherwise exact) -> its student id
 NAMES_FILE = "moodle-names.json"
 # in the course folder: lab -> student id -> {"participant": id, "name": exact Moodle name}
@@ -81,14 +93,27 @@ SOURCES = {
     "moodle": "a Moodle download (made from a participant's name)",
     "folders": "a folder of submissions (a folder's name)",
 }
+# in the course folder: student id -> {"download": the name its download gave, "gradebook":
+# the name Canvas's gradebook export gave}: shown beside the id wherever the instructor reads
+STUDENT_NAMES = "student-names.json"
+# in the course folder: lab -> student id -> {"file": the Canvas download's file name,
+# "attachment": Canvas's id of that file, "name": the name in it, "digest": the SHA-256 of the
+# notebook}: where each feedback page goes back to (labtools.platforms.canvas_feedback)
+CANVAS_FILE_NAMES = "canvas-files.json"
+# in the course folder: download -> the notebooks it held that could not be placed, each
+# {"file", "why", "student", "lab"} (student and lab as far as the name tells: "" if not)
+NOT_PLACED = "not-placed.json"
 
 
 @dataclass
 class Unplaced:
-    """A file that no student's row holds, and why."""
+    """A file that no student's row holds, and why (for a notebook, with how to place it)."""
 
     file: str  # as named in the zip or below the folder
     why: str
+    student: str = ""  # the student its name gives, if any
+    lab: str = ""  # the lab the hint names, if one
+    pending: bool = True  # a notebook to place that export names until it has a row
 
 
 @dataclass
@@ -110,6 +135,8 @@ class Intake:
     participants: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
     # lines for the summary: one name held by several people, each graded under an id
     shared_names: list[str] = field(default_factory=list)
+    # a Canvas download's files: (student, lab) -> {"file", "attachment", "name"}
+    canvas_files: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
 
     def keep_names(self, course: Path) -> None:
         """Write the grown Moodle name map, this download's participant ids and where its
@@ -124,6 +151,9 @@ class Intake:
         students = {sub.student for sub in self.submissions}
         if students:
             write_sources(course, dict.fromkeys(students, self.layout))
+        names = {s: n for s, n in self.names.items() if s in students and n}
+        if names:
+            keep_student_names(course, names, "download")
 
     def report(self) -> dict:
         return {
@@ -466,6 +496,110 @@ def write_sources(course: Path, sources: dict[str, str]) -> None:
     layout.write_whole(Path(course) / SOURCES_FILE, text)
 
 
+def _read_map(course: Path, name: str, what: str) -> dict:
+    """A JSON object the course folder keeps (``name``), {} before the first; a UsageError
+    of one line for one that cannot be read (``what``: what to do then)."""
+    import json
+
+    path = Path(course) / name
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as err:
+        raise UsageError(f"{path} cannot be read ({err}): {what}") from None
+    if not isinstance(found, dict):
+        raise UsageError(f"{path} is not a JSON object: {what}")
+    return found
+
+
+def _write_map(course: Path, name: str, data: dict) -> None:
+    import json
+
+    text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    layout.write_whole(Path(course) / name, text)
+
+
+def student_names(course: Path) -> dict[str, str]:
+    """Each student id's name as the course folder knows it (:data:`STUDENT_NAMES`): the
+    one Canvas's gradebook export gave, else the one its download gave ({} for none)."""
+    kept = _read_map(course, STUDENT_NAMES, "move it away; the next run writes it again")
+    names = {}
+    for student, given in kept.items():
+        if isinstance(given, dict):
+            name = given.get("gradebook") or given.get("download")
+            if isinstance(name, str) and name:
+                names[student] = name
+    return names
+
+
+def keep_student_names(course: Path, names: dict[str, str], source: str) -> None:
+    """Add ``names`` (student id -> name) from ``source`` ("download" or "gradebook") to
+    the course folder's :data:`STUDENT_NAMES`, whole."""
+    from labtools.wire import NAME, capped
+
+    kept = _read_map(course, STUDENT_NAMES, "move it away; the next run writes it again")
+    changed = False
+    for student, name in names.items():
+        name = capped(name, NAME)
+        entry = kept.get(student) if isinstance(kept.get(student), dict) else {}
+        if entry.get(source) != name:
+            kept[student] = {**entry, source: name}
+            changed = True
+    if changed:
+        _write_map(course, STUDENT_NAMES, kept)
+
+
+def shown(student: str, names: dict[str, str]) -> str:
+    """A student as the instructor reads one: the id, and the name beside it if known
+    ("4242 (annnormal)")."""
+    from labtools.wire import NAME, capped
+
+    name = names.get(student)
+    return f"{student} ({capped(name, NAME)})" if name and name != student else student
+
+
+def canvas_files(course: Path) -> dict[str, dict[str, dict[str, str]]]:
+    """The Canvas download's file of each graded notebook (:data:`CANVAS_FILE_NAMES`): lab
+    -> student -> {"file", "attachment", "name", "digest"}."""
+    what = "grade the Canvas download again (without --regrade) to write it anew"
+    return _read_map(course, CANVAS_FILE_NAMES, what)
+
+
+def keep_canvas_files(course: Path, files: dict[tuple[str, str], dict[str, str]]) -> None:
+    """Keep these Canvas files ((student, lab) -> {"file", "attachment", "name",
+    "digest"}), a later download's replacing an earlier one's."""
+    if not files:
+        return
+    kept = canvas_files(course)
+    for (student, lab), entry in files.items():
+        kept.setdefault(lab, {})[student] = dict(entry)
+    _write_map(course, CANVAS_FILE_NAMES, kept)
+
+
+def not_placed(course: Path) -> dict[str, list[dict[str, str]]]:
+    """The notebooks of each download that could not be placed (:data:`NOT_PLACED`)."""
+    return _read_map(course, NOT_PLACED, "move it away; the next run writes it again")
+
+
+def keep_not_placed(course: Path, download: str, unplaced: list[Unplaced]) -> None:
+    """Keep the notebooks among ``unplaced`` (this download's, which replace what an
+    earlier run of it kept)."""
+    kept = not_placed(course)
+    notebooks = [
+        {"file": u.file, "why": u.why, "student": u.student, "lab": u.lab}
+        for u in unplaced
+        if u.pending and u.file.lower().endswith(".ipynb")
+    ]
+    if notebooks:
+        kept[download] = notebooks
+    elif download not in kept:
+        return
+    else:
+        del kept[download]
+    _write_map(course, NOT_PLACED, kept)
+
+
 def apart(course: Path, taken: Intake) -> set[tuple[str, str]]:
     """Set apart the submissions of ``taken`` whose student id the course folder holds
     from another source (a Canvas user id, a Moodle name's id, a folder's name are never
@@ -487,7 +621,8 @@ def apart(course: Path, taken: Intake) -> set[tuple[str, str]]:
             f"{SOURCES[source]}, and here from {SOURCES[taken.layout]}; two sources never "
             "name one person: grade this download into another --course"
         )
-        taken.unplaced.append(Unplaced(sub.file or sub.path.name, why))
+        # (not kept as pending: it belongs to another course folder, the line says so)
+        taken.unplaced.append(Unplaced(sub.file or sub.path.name, why, pending=False))
     taken.submissions = kept
     return refused
 
@@ -499,11 +634,24 @@ class _Place:
     name: str  # the student's name in the download
     late: bool = False
     participant: str = ""  # Moodle's participant id (made per assignment)
+    attachment: str = ""  # Canvas's id of the file handed in
 
 
-def _place(file: str, kind: str, known: list[str]) -> _Place | str:
+@dataclass
+class _NoLab:
+    """A notebook of a platform's download whose own name names no lab (renamed by its
+    student): who it is, and how its name would be written to be placed."""
+
+    why: str
+    student: str
+    before: str  # what comes before the notebook's own name (Canvas: "<name>_<ids>_")
+    folder: str  # the folder it is in, "" for a flat file
+
+
+def _place(file: str, kind: str, known: list[str]) -> _Place | _NoLab | str:
     """Who and which lab a file of a Canvas or Moodle download is, or why it cannot be told."""
     path = PurePosixPath(file)
+    folder_name = ""
     if kind == "canvas":
         match = CANVAS.fullmatch(path.name)
         if not match:
@@ -516,6 +664,7 @@ def _place(file: str, kind: str, known: list[str]) -> _Place | str:
         if folder is not None:
             match = MOODLE_FOLDER.fullmatch(path.parts[folder])
             original = path.name
+            folder_name = "/".join(path.parts[: folder + 1])
         else:
             match = MOODLE_FILE.fullmatch(path.name)
             if not match:
@@ -533,11 +682,38 @@ def _place(file: str, kind: str, known: list[str]) -> _Place | str:
     lab = lab_of(original, known)
     if lab is None:
         labs = ", ".join(f"{lab}.ipynb" for lab in known)
-        return f"{original!r} names no lab (expected one of {labs})"
+        why = f"{original!r} names no lab (expected one of {labs})"
+        if not layout.valid_student(student):
+            return why
+        before = path.name[: len(path.name) - len(original)] if not folder_name else ""
+        return _NoLab(why, student, before, folder_name)
     if not layout.valid_student(student):
         return f"{student!r} is not a valid student id"
     participant = match["id"] if kind == "moodle" else ""
-    return _Place(student, lab, name, bool(kind == "canvas" and match["late"]), participant)
+    attachment = match["sub"] if kind == "canvas" else ""
+    late_mark = bool(kind == "canvas" and match["late"])
+    return _Place(student, lab, name, late_mark, participant, attachment)
+
+
+def placing_hint(kind: str, file: str, where: _NoLab, lab: str | None, known: list[str],
+                 course: Path | None) -> str:  # fmt: skip
+    """How to place a renamed notebook of a platform's download: a copy named as the
+    download names the lab's notebook, in a folder of its own, graded into the course
+    folder. The copy keeps the download's naming, so its id keeps its source (a folder
+    named by a Canvas id would be another source's, :func:`apart`)."""
+    from labtools.options import course_args
+
+    name = f"{lab or 'LAB'}.ipynb"
+    if kind == "canvas":
+        placed = f"{where.before}{name}"
+    else:
+        placed = f"{where.folder or PurePosixPath(file).parent}/{name}"
+    command = ["python3", "tasks.py", "grade", "FOLDER", *course_args(course or "grading")]
+    which = "" if lab else f" (LAB: its lab, one of {', '.join(known)})"
+    return (
+        f"{where.why}: to grade it, copy it as FOLDER/{placed}{which} into a new folder "
+        f"FOLDER and run `{' '.join(command)}`"
+    )
 
 
 def _file_refusal(listing: _Listing, file: str, from_zip: bool) -> str | None:
@@ -576,17 +752,27 @@ def _platform(
     result = Intake(kind, [])
     placed: dict[tuple[str, str], list[str]] = defaultdict(list)
     places: list[tuple[str, _Place]] = []
+    renamed: list[tuple[str, _NoLab]] = []
     for file in listing.files:
         where = _place(file, kind, known)
-        if isinstance(where, str):
+        if isinstance(where, _NoLab) and file not in listing.problems:
+            renamed.append((file, where))
+            continue
+        if isinstance(where, str | _NoLab):
+            why = where if isinstance(where, str) else where.why
             if not from_zip and layout._is_link(listing.path(file)):
-                where = "a symbolic link (not followed)"
-            why = listing.problems.get(file, where)
-            result.unplaced.append(Unplaced(file, why))
+                why = "a symbolic link (not followed)"
+            result.unplaced.append(Unplaced(file, listing.problems.get(file, why)))
             continue
         if where.lab not in labs:
             continue  # another lab than the ones asked for
         places.append((file, where))
+    # a renamed notebook: the lab of the download's other files, when they have one
+    download_labs = sorted({where.lab for _, where in places})
+    guess = download_labs[0] if len(download_labs) == 1 else None
+    for file, where in renamed:
+        why = placing_hint(kind, file, where, guess, known, course)
+        result.unplaced.append(Unplaced(file, why, where.student, guess or ""))
     if kind == "moodle":
         before = read_names(course) if course else {}
         ids = moodle_ids((p.name for _, p in places), before)
@@ -609,6 +795,11 @@ def _platform(
         if where.late:
             result.late.append(f"{where.student}/{where.lab}")
             result.times[(where.student, where.lab)] = late.Submitted(late=True, source="Canvas")
+        if where.attachment:
+            result.canvas_files[(where.student, where.lab)] = {
+                "file": PurePosixPath(file).name, "attachment": where.attachment,
+                "name": where.name,
+            }  # fmt: skip
     for (student, lab), files in sorted(placed.items()):
         if len(files) > 1:
             refused = _duplicates(files)
@@ -728,9 +919,37 @@ def _folders(listing: _Listing, labs: list[str], known: list[str]) -> Intake:
     for file in listing.files:
         if file not in taken:
             why = listing.problems.get(file, "not <student>/<lab>/<lab>.ipynb")
-            result.unplaced.append(Unplaced(file, why))
+            student, lab = "", ""
+            if file not in listing.problems and file.lower().endswith(".ipynb"):
+                why, student, lab = _folder_hint(file, known)
+            result.unplaced.append(Unplaced(file, why, student, lab))
     result.unplaced.sort(key=lambda u: u.file)
     return result
+
+
+def _folder_hint(file: str, known: list[str]) -> tuple[str, str, str]:
+    """Why a notebook of a folder of submissions is not placed, with where to put it;
+    and the student and lab that its folders name ("" where they name none)."""
+    parts = PurePosixPath(file).parts
+    lab = next((p for p in reversed(parts[:-1]) if p in known), "")
+    at = parts.index(lab) if lab else len(parts) - 1
+    student = parts[at - 1] if at >= 1 and layout.valid_student(parts[at - 1]) else ""
+    base = "/".join(parts[: at - 1]) if student else ""
+    where = f"{base}/" if base else ""
+    if student and lab:
+        hint = f"rename it {where}{student}/{lab}/{lab}.ipynb and grade again"
+    elif student or len(parts) >= 2:
+        who = student or parts[-2]
+        hint = (
+            f"move it to {where}{who}/LAB/LAB.ipynb (LAB: its lab, one of {', '.join(known)}; "
+            f"{who}: the student's id) and grade again"
+        )
+    else:
+        hint = (
+            "put it at STUDENT/LAB/LAB.ipynb (STUDENT: the student's id; LAB: its lab, one "
+            f"of {', '.join(known)}) and grade again"
+        )
+    return f"not <student>/<lab>/<lab>.ipynb: {hint}", student if lab else "", lab
 
 
 def read_times(root: Path, stamps: dict[tuple[str, str], Path]) -> dict:

@@ -28,7 +28,9 @@ standard library's ``tomllib``; no file, no policy)::
 
 A submission's time comes from what its layout tells (:mod:`labtools.intake`): the
 ``timestamp.txt`` that nbgrader writes beside a submission (:func:`read_timestamp`), or
-Canvas's ``_LATE`` mark, which has no time (counted as ``unknown_late_days``). ``grade``
+Canvas's late mark (``_LATE`` or ``_late``), which has no time: it counts as
+``unknown_late_days`` after the due date, less the days of the student's extension (an
+extension of at least that many days covers it). ``grade``
 keeps them in the course folder's :data:`TIMES` with the digest of the notebook graded,
 and any other source (a Moodle worksheet's "Last modified") adds its own through
 :func:`record_times`. ``export`` applies the policy to every row (:func:`adjust`), so a
@@ -134,6 +136,8 @@ class Policy:
     overrides: dict[tuple[str, str], tuple[str, float, str]] = field(default_factory=dict)
     name: str = POLICY
     timezone: str | None = None  # of a platform's times that carry none (Moodle's worksheet)
+    # each [[extension]] and [[override]]: (kind, its number from 1, student, its line)
+    entries: list[tuple[str, int, str, int | None]] = field(default_factory=list)
 
     def rule(self) -> str:
         """The rule in words: "10 % a day, started days; cap 50 %"."""
@@ -148,6 +152,33 @@ class Policy:
             return due, False
         kind, value = extension
         return (value if kind == "due" else due + dt.timedelta(days=value)), True
+
+    def extension_days(self, student: str, lab: str) -> float:
+        """How many days the student's extension adds to the lab's due date (0: none, or a
+        lab without a due date; an extension to an earlier date adds none)."""
+        due, extended = self.due_for(student, lab)
+        if not extended:
+            return 0.0
+        return max(0.0, (due - self.due[lab]).total_seconds() / 86400)
+
+    def unknown_students(self, students: set[str], course: str) -> list[str]:
+        """A line for each extension or override whose student the course folder has no
+        row of (``students``): an id mistyped, or a student who handed nothing in yet."""
+        import difflib
+
+        lines = []
+        for kind, number, student, line in self.entries:
+            if student in students:
+                continue
+            near = difflib.get_close_matches(student, sorted(students), n=3, cutoff=0.6)
+            at = f", line {line}" if line else ""
+            lines.append(
+                f"{self.name}{at}: [[{kind}]] {number} is for student {student}, who has no "
+                f"submission in {course}: check the id (a Canvas user id is the number after "
+                "the name in the download's file names)"
+                + (f"; the nearest ids: {', '.join(near)}" if near else "")
+            )
+        return lines
 
 
 # ---------------------------------------------------------------------------------------
@@ -248,7 +279,9 @@ def parse(text: str, labs: list[str], name: str = POLICY) -> Policy:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise UsageError(f"{name}: not TOML: {err}") from None
+        raise UsageError(
+            f"{name}: not TOML: {err}: fix it there and run the command again"
+        ) from None
     try:
         return _parse(data, text, labs, name)
     except _Refusal as err:
@@ -326,6 +359,8 @@ def _entry(policy: Policy, kind: str, entry: dict, where: str, labs, line) -> No
 
     if "student" not in entry:
         raise _Refusal(where + "student", "is missing", line(None))
+    number = int(where.split()[1].rstrip(":"))  # "[[extension]] 2: " -> 2
+    policy.entries.append((kind, number, str(entry["student"]), line("student")))
     try:
         student = _student(entry["student"], f"{where}student")
         lab = entry.get("lab")
@@ -506,6 +541,7 @@ class Late:
     percent: float = 0.0
     deduction: float = 0.0  # points
     note: str = ""  # for the status: what was deducted and why ("" when nothing to say)
+    words: str = ""  # for the student (a Moodle comment): the same in their terms, or ""
 
 
 def _duration(seconds: float) -> str:
@@ -527,7 +563,7 @@ def assess(
             return Late(note=f"marked late by {source} (no {POLICY}: nothing deducted)")
         return Late()
     due, extended = policy.due_for(student, lab)
-    late, days, counted = "", None, None
+    late, days, counted, words = "", None, None, ""
     if submitted is None or due is None:
         if submitted and submitted.late:
             late = f"marked late by {source}, time unknown"
@@ -536,21 +572,44 @@ def assess(
     elif submitted.time is not None:
         seconds = (submitted.time - due).total_seconds()
         after = f"after the {'extended ' if extended else ''}due date"
+        before = (submitted.time - policy.due[lab]).total_seconds() if extended else 0
         if 0 < seconds <= policy.grace_minutes * 60:
             late = (
                 f"submitted {_duration(seconds)} {after}, within the "
                 f"{policy.grace_minutes:g}-minute grace period: nothing deducted"
             )
+            words = late
         elif seconds > 0:
             days = seconds / 86400
             counted = math.ceil(days) if policy.count == "started" else days
             late = f"late {_duration(seconds)}" + (f" {after}" if extended else "")
+            words = f"handed in {_duration(seconds)} {after}"
+        elif before > 0:  # after the lab's due date, before the student's own
+            late = (
+                f"submitted {_duration(before)} after the due date, within the extension "
+                f"({_extension(policy, student, lab)}): nothing deducted"
+            )
+            words = f"handed in within your extension ({_extension(policy, student, lab)})"
     elif submitted.late:
-        days = counted = policy.unknown_late_days
+        marked = policy.unknown_late_days
+        extra = policy.extension_days(student, lab)
+        days = max(0.0, marked - extra)
+        counted = math.ceil(days) if policy.count == "started" else days
         late = (
             f"marked late by {source}, time unknown (counted as "
-            f"{counted:g} day{'s' * (counted != 1)})"
+            f"{marked:g} day{'s' * (marked != 1)} after the due date"
         )
+        if extra and not counted:
+            late += f", within the extension ({_extension(policy, student, lab)})"
+            late += "): nothing deducted"
+            words = f"handed in within your extension ({_extension(policy, student, lab)})"
+            days, counted = None, None
+        elif extra:
+            late += f", {extra:g} of them covered by the extension)"
+            words = f"marked late by {source}: counted as {counted:g} day(s) late"
+        else:
+            late += ")"
+            words = f"marked late by {source}: counted as {counted:g} day(s) late"
     elif submitted.problem:
         late = f"{submitted.problem}: lateness unknown, nothing deducted"
     override = policy.overrides.get((student, lab))
@@ -563,14 +622,52 @@ def assess(
             percent = 100 * deduction / total if total else 0.0
         shown = f"-{value:g} %" if kind == "percent" else f"-{value:g} points"
         note = f"penalty set by hand: {shown}" + (f" ({reason})" if reason else "")
+        told = f"penalty set by your instructor, {shown}"
         return Late(
-            days, round(percent, 2), round(deduction, 4), f"{late}: {note}" if late else note
-        )
+            days, round(percent, 2), round(deduction, 4), f"{late}: {note}" if late else note,
+            f"{words}; {told}" if words else told,
+        )  # fmt: skip
     if counted is None:
-        return Late(days, note=late)
+        return Late(days, note=late, words=words)
     percent = round(min(policy.cap_percent, policy.percent_per_day * counted), 2)
     note = f"{late}: -{percent:g} % ({policy.rule()})"
-    return Late(days, percent, round(total * percent / 100, 4), note)
+    words = f"{words}, -{percent:g} % ({policy.rule()})"
+    return Late(days, percent, round(total * percent / 100, 4), note, words)
+
+
+def _extension(policy: Policy, student: str, lab: str) -> str:
+    """The student's extension for the lab in words: "3 days", "to 2026-02-10 12:00 UTC"."""
+    extension = policy.extensions.get((student, lab)) or policy.extensions.get((student, None))
+    kind, value = extension
+    if kind == "days":
+        return f"{value:g} day{'s' * (value != 1)}"
+    return f"to {value.astimezone(dt.UTC):%Y-%m-%d %H:%M} UTC"
+
+
+def unused(policy: Policy | None, rows: list[dict], times: Times) -> list[str]:
+    """A line for each lab the policy gives a due date that has graded notebooks of which
+    none has a submission time or a late mark: nothing can be deducted, which the
+    instructor should know (a download's late marks not recognised, times not kept)."""
+    if policy is None:
+        return []
+    lines = []
+    for lab in sorted(policy.due):
+        graded = [r for r in rows if r["lab"] == lab and Status.of(r["status"]) is Status.GRADED]
+        known = [
+            r
+            for r in graded
+            if (when := times.of(r["student"], lab, r.get("digest", "")))
+            and (when.time is not None or when.late)
+        ]
+        if graded and not known:
+            lines.append(
+                f"{policy.name} gives {lab} a due date, but none of its {len(graded)} graded "
+                "notebooks has a submission time or a late mark: nothing is deducted for "
+                "lateness (a Canvas download marks late files _LATE, a folder of submissions "
+                "has timestamp.txt beside each notebook, Moodle's times come with "
+                f"`tasks.py export --moodle WORKSHEET.csv --lab {lab}`)"
+            )
+    return lines
 
 
 def adjust(row: dict, policy: Policy | None, submitted: Submitted | None) -> dict:
@@ -580,6 +677,7 @@ def adjust(row: dict, policy: Policy | None, submitted: Submitted | None) -> dic
     row is assessed (the others keep their total, nothing deducted)."""
     out = {"submitted": "", "late_days": "", "penalty_percent": 0.0, "deduction": 0.0}
     out["adjusted_total"], out["status"] = row["total"], row["status"]
+    out["late_words"] = ""
     if Status.of(row["status"]) is not Status.GRADED:
         return out
     if submitted is not None:
@@ -595,6 +693,7 @@ def adjust(row: dict, policy: Policy | None, submitted: Submitted | None) -> dic
     out["adjusted_total"] = max(0.0, round(row["total"] - late.deduction, 4))
     if late.note:
         out["status"] += f"; {late.note}"
+    out["late_words"] = late.words
     return out
 
 

@@ -138,7 +138,9 @@ def add_export_options(export: argparse.ArgumentParser) -> None:
     export.add_argument(
         "--canvas",
         metavar="GRADEBOOK_EXPORT.csv",
-        help="also write canvas-import.csv from this gradebook export downloaded from Canvas",
+        help="also write canvas-import.csv from this gradebook export downloaded from Canvas, "
+        "and canvas-LAB-feedback.zip of the feedback pages for each lab graded from a Canvas "
+        "download (for the assignment's Re-upload submissions)",
     )
     export.add_argument(
         "--column",
@@ -154,6 +156,12 @@ def add_export_options(export: argparse.ArgumentParser) -> None:
         "and write moodle-LAB-feedback.zip",
     )
     export.add_argument("--lab", help="with --moodle: the lab the worksheet is for")
+    export.add_argument(
+        "--final",
+        action="store_true",
+        help="with --canvas or --moodle: only final grades go back (none of a notebook whose "
+        "answers wait for grading by hand or review); the platform keeps the others as it has them",
+    )
 
 
 def add_options(job: str, parser: argparse.ArgumentParser) -> None:

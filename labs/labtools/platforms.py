@@ -5,7 +5,11 @@
 
 Both start from a file the instructor downloaded from the platform, so that what goes back
 names the platform's own students and assignments, and both read the totals of
-``grades.csv`` (automatic + manual), written again first (:func:`labtools.export.export`).
+``grades.csv`` (automatic + manual, less the late deduction), written again first
+(:func:`labtools.export.export`). With ``final`` (``export --final``) only final grades go
+back (:func:`labtools.export.final`: nothing waits for grading by hand or is held for
+review); the others stay as the platform has them. A refused export removes the import
+file an earlier export wrote, so that no stale file is imported by mistake, and says so.
 
 **Canvas** (:func:`canvas`): the gradebook export (Grades > Export). Canvas's importer
 (``lib/gradebook_importer.rb``) takes a file whose identity columns are ``Student, ID,
@@ -21,14 +25,32 @@ spacing aside. A row's student is the course folder's student of that ``ID`` (a 
 download's student id is that user id), else the one named by its ``SIS User ID`` or ``SIS
 Login ID`` (a course graded from folders named by login). A cell is the lab's total; empty
 where the student has no graded notebook for it (Canvas then leaves the grade as it is).
-The ``Points Possible`` row gets each lab's maximum. Refused (one line): a header that is
-not Canvas's, a lab that names no column or several, a graded student not in the export.
+The ``Points Possible`` row gets each lab's maximum. A graded student whom no row names (a
+student who dropped the course) is left out and listed. The file is written with the
+export's separator: a comma, or a semicolon (Canvas's "semicolons" setting; its importer
+tells them apart, :func:`labtools.door.delimiter`). The export's ``Student`` column gives
+each student's name to the course folder (:func:`labtools.intake.keep_student_names`).
+Refused (one line): a header that is not Canvas's, a lab that names no column or several,
+a student that two rows match.
+
+**Canvas feedback** (:func:`canvas_feedback`, with ``--canvas``): for each lab graded from a
+Canvas download, ``canvas-<lab>-feedback.zip`` for the assignment's *Re-upload
+submissions*, which reads each file's name as Canvas writes its download's: the parts
+between ``_`` that are numbers are the user id and the id of the file handed in (Canvas's
+``Assignment#infer_comment_context_from_filename``), and the page is attached to that
+user's submission as a comment if the file is one of it. Each page is written
+``<name>_<user id>_<file id>_<lab>-feedback.html``, the ids from the download graded
+(:data:`labtools.intake.CANVAS_FILE_NAMES`); a page graded from an earlier submission than
+Canvas's last (its file is no longer the submission's) and a student without a page are
+listed and left out.
 
 **Moodle** (:func:`moodle`): the assignment's offline grading worksheet (View all
 submissions > Download grading worksheet). ``moodle-<lab>-worksheet.csv`` is that file with
 ``Grade`` (the total, scaled to the worksheet's ``Maximum Grade`` when it differs from the
-lab's maximum, two decimals as Moodle writes them) and ``Feedback comments`` (the points
-and the status, plain text) filled for each graded student, matched by the participant id
+lab's maximum, two decimals as Moodle writes them) and ``Feedback comments`` (what a
+student reads: the points, the late deduction in words, what still waits for grading by
+hand; never the internal status, :func:`comment`) filled for each graded student, matched
+by the participant id
 their submission's download carried (:data:`labtools.intake.PARTICIPANTS_FILE`); every
 other cell, row and column as it was, in the same encoding (a UTF-8 byte order mark kept),
 line ends and quoting (all fields quoted, or only where needed). ``moodle-<lab>-feedback.zip``
@@ -41,7 +63,7 @@ student without a feedback page.
 
 from __future__ import annotations
 
-import csv
+import contextlib
 import functools
 import json
 import re
@@ -122,20 +144,47 @@ def moodle_times(course: Path, lab: str, rows: list[list[str]], header: list[str
 
 
 def graded_totals(course: Path) -> tuple[dict[str, dict[str, dict]], dict[str, float]]:
-    """``grades.csv`` written again: {lab: {student: its row}} of the graded notebooks,
+    """``grades.csv`` written again: {lab: {student: its row}} of the graded notebooks
+    (each row as :func:`labtools.export.collect` made it: ``final``, ``late_words`` too),
     and each lab's maximum."""
     from labtools.export import export
     from labtools.wire import Status
 
-    path = export(course)["grades"]
+    found = export(course)
     graded: dict[str, dict[str, dict]] = {}
     maxima: dict[str, float] = {}
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            maxima[row["lab"]] = float(row["max_score"])
-            if Status.of(row["status"]) is Status.GRADED:
-                graded.setdefault(row["lab"], {})[row["student"]] = row
+    for row in found.rows:
+        maxima[row["lab"]] = float(row["max_score"])
+        if Status.of(row["status"]) is Status.GRADED:
+            graded.setdefault(row["lab"], {})[row["student"]] = row
     return graded, maxima
+
+
+def chosen_rows(graded: dict[str, dict[str, dict]], final: bool) -> dict[str, dict[str, dict]]:
+    """``graded`` as it goes back: every graded row, or (``final``) the final ones."""
+    if not final:
+        return graded
+    return {
+        lab: {s: r for s, r in rows.items() if r.get("final", True)} for lab, rows in graded.items()
+    }
+
+
+@contextlib.contextmanager
+def stale_removed(paths: list[Path]):
+    """On a refusal (UsageError) of an export to a platform: remove the import files an
+    earlier export wrote (``paths``), so that none is imported by mistake, and say so."""
+    try:
+        yield
+    except UsageError as err:
+        gone = []
+        for path in paths:
+            if path.exists():
+                path.unlink()
+                gone.append(path.name)
+        if gone:
+            removed = ", ".join(gone)
+            raise UsageError(f"{err} (nothing written; the earlier {removed} removed)") from None
+        raise
 
 
 def number(value: float) -> str:
@@ -170,15 +219,19 @@ class Table:
         self.rows = found["rows"]
         self.bom, self.encoding = found["bom"], found["encoding"]
         self.newline, self.quoting = found["newline"], found["quoting"]
+        self.delimiter = found.get("delimiter", ",")
         self.path = path
 
     def field(self, text: str) -> str:
-        if self.quoting == "all" or set(text) & set(NEEDS_QUOTES[self.quoting]):
+        if self.quoting == "all":
+            return '"' + text.replace('"', '""') + '"'
+        special = set(NEEDS_QUOTES[self.quoting].replace(",", "")) | {self.delimiter}
+        if set(text) & special:
             return '"' + text.replace('"', '""') + '"'
         return text
 
     def write(self, path: Path, rows: list[list[str]]) -> None:
-        text = "".join(",".join(map(self.field, row)) + self.newline for row in rows)
+        text = "".join(self.delimiter.join(map(self.field, r)) + self.newline for r in rows)
         data = (b"\xef\xbb\xbf" if self.bom else b"") + text.encode(self.encoding, "replace")
         layout.write_whole(path, data)
 
@@ -290,10 +343,20 @@ def canvas_keys(course: Path, students: set[str]) -> dict[str, set[str]]:
     return {"ID": by_id, "SIS User ID": by_sis, "SIS Login ID": by_sis}  # (in this order)
 
 
-def canvas(course, gradebook, columns: list[str] | None = None) -> Path:
+def canvas(course, gradebook, columns: list[str] | None = None, *, final: bool = False) -> dict:
     """Write ``canvas-import.csv`` into ``course`` from the Canvas gradebook export
-    ``gradebook`` (see the module); return its path."""
+    ``gradebook``, and a feedback zip for each lab graded from a Canvas download
+    (:func:`canvas_feedback`; see the module). Returns the paths written (``import``,
+    ``feedback <lab>``) and ``notes``: lines on what was left out and why."""
     course = Path(course)
+    outputs = [course / CANVAS_FILE, *course.glob("canvas-*-feedback.zip")]
+    with stale_removed(outputs):
+        return _canvas(course, gradebook, columns, final)
+
+
+def _canvas(course: Path, gradebook, columns, final: bool) -> dict:
+    from labtools import intake
+
     what = "download it from Canvas (Grades > Export > Export Entire Gradebook)"
     table = Table(gradebook, what)
     header = table.rows[0] if table.rows else []
@@ -307,7 +370,9 @@ def canvas(course, gradebook, columns: list[str] | None = None) -> Path:
     labs = layout.lab_names(course)
     chosen = parse_columns(columns, labs)
     if not graded:
-        raise UsageError(f"{course} has no graded notebook: nothing to export")
+        command = shlex.join(["python3", "tasks.py", "grade", "DOWNLOAD.zip", *course_args(course)])
+        raise UsageError(f"{course} has no graded notebook: nothing to export; grade the "
+                         f"Canvas download first (`{command}`)")  # fmt: skip
     wanted = [lab for lab in labs if lab in graded]
     index = {lab: choose_column(course, lab, header, first, chosen.get(lab)) for lab in wanted}
     twice = {k for k in index.values() if list(index.values()).count(k) > 1}
@@ -320,7 +385,8 @@ def canvas(course, gradebook, columns: list[str] | None = None) -> Path:
     names = [h.strip() for h in header[:first]]
     students = {s for lab in wanted for s in graded[lab]}
     keys = canvas_keys(course, students)
-    rows, matched = [header[:first] + [header[index[lab]] for lab in wanted]], {}
+    going = chosen_rows(graded, final)
+    rows, matched, people = [header[:first] + [header[index[lab]] for lab in wanted]], {}, {}
     for k, row in enumerate(table.rows[1:], start=2):
         row = row + [""] * (first - len(row))
         if not any(cell.strip() for cell in row):
@@ -340,7 +406,8 @@ def canvas(course, gradebook, columns: list[str] | None = None) -> Path:
         student = found.pop() if found else None
         if student is not None:
             matched.setdefault(student, []).append(k)
-        cells = [graded.get(lab, {}).get(student) for lab in wanted]
+            people[student] = row[0].strip()
+        cells = [going.get(lab, {}).get(student) for lab in wanted]
         rows.append(row[:first] + [number(float(r["adjusted_total"])) if r else "" for r in cells])
     twice = {s: lines for s, lines in matched.items() if len(lines) > 1}
     if twice:
@@ -351,17 +418,103 @@ def canvas(course, gradebook, columns: list[str] | None = None) -> Path:
             f"graded students match more than one row of {gradebook} (by the ID of one row "
             f"and an SIS id of another): {listed}; nothing written: check who is who"
         )
+    notes = []
     missing = sorted(students - set(matched))
-    if missing:
+    if missing:  # a student who dropped the course: listed, never a refusal of the class
         columns = [c for c, held in keys.items() if held & set(missing)]
         how = " or ".join(filter(None, [", ".join(columns[:-1]), columns[-1]]))
-        raise UsageError(
-            f"{len(missing)} graded students are not in {gradebook} (by {how}): "
-            f"{', '.join(missing)}; download the gradebook export again after they are enrolled"
+        who = intake.student_names(course)
+        notes.append(
+            f"{len(missing)} graded students are not in {Path(gradebook).name} (by {how}), "
+            f"left out of {CANVAS_FILE}: {', '.join(intake.shown(s, who) for s in missing)}; "
+            "a student who dropped the course stays out; one still enrolled is in a newer "
+            "export (Grades > Export)"
         )
+    if final:
+        held = sorted({s for lab in wanted for s in graded[lab] if s not in going[lab]})
+        if held:
+            notes.append(
+                f"--final: {len(held)} students' grades that are not final were left out of "
+                f"{CANVAS_FILE} (Canvas keeps what it has): {', '.join(held[:20])}"
+                + (" ..." if len(held) > 20 else "")
+            )
     out = course / CANVAS_FILE
     table.write(out, rows)
-    return out
+    if people:
+        intake.keep_student_names(course, people, "gradebook")
+    written: dict = {"import": out}
+    for lab in wanted:
+        zipped, said = canvas_feedback(course, lab, going.get(lab, {}))
+        if zipped is not None:
+            written[f"feedback {lab}"] = zipped
+        notes += said
+    written["notes"] = notes
+    return written
+
+
+# A file of a Canvas download as Canvas's re-upload reads its name: the parts between "_"
+# that are numbers (the first two: the user id, the id of the file handed in)
+NUMBER_PART = re.compile(r"\d+")
+
+
+def canvas_entry(name: str, user: str, attachment: str, lab: str) -> str:
+    """The zip entry of a student's feedback page for Canvas's *Re-upload submissions*:
+    ``<name>_<user id>_<file id>_<lab>-feedback.html``, the name in lower-case letters only
+    (so that no other part is a number), checked as an incoming zip entry is."""
+    from labtools.intake import _unsafe
+
+    letters = re.sub(r"[^a-z]", "", name.lower()) or "student"
+    entry = f"{letters}_{user}_{attachment}_{lab}-feedback.html"
+    numbers = [part for part in entry.split("_") if NUMBER_PART.fullmatch(part)]
+    if numbers[:2] != [user, attachment] or _unsafe(entry) or "/" in entry:
+        raise UsageError(f"no feedback file name for Canvas user {user!r} that Canvas reads")
+    return entry
+
+
+def canvas_feedback(course: Path, lab: str, rows: dict[str, dict]) -> tuple[Path | None, list]:
+    """``canvas-<lab>-feedback.zip`` of the feedback pages of ``rows`` (student -> graded
+    row) that were graded from a Canvas download (see the module); the path (None: no
+    page to send) and lines on the students left out."""
+    from labtools import intake
+
+    files = intake.canvas_files(course).get(lab, {})
+    sources = intake.read_sources(course)
+    entries, no_page, earlier = {}, [], []
+    for student, row in sorted(rows.items()):
+        where = files.get(student)
+        if sources.get(student) != "canvas" or not isinstance(where, dict):
+            continue  # not from a Canvas download: no submission of Canvas to attach it to
+        page = course / "feedback" / student / lab / f"{lab}.html"
+        if not page.is_file():
+            no_page.append(student)
+        elif where.get("digest") and row.get("digest") and where["digest"] != row["digest"]:
+            earlier.append(student)
+        else:
+            entry = canvas_entry(where.get("name", ""), student, where["attachment"], lab)
+            entries[entry] = page
+    notes = []
+    who = intake.student_names(course)
+    if no_page:
+        command = shlex.join(["tasks.py", "feedback", *course_args(course), "--labs", lab])
+        notes.append(
+            f"{len(no_page)} graded students of {lab} have no feedback page, left out of "
+            f"canvas-{lab}-feedback.zip: {', '.join(intake.shown(s, who) for s in no_page)}; "
+            f"write them with `{command}` and export again"
+        )
+    if earlier:
+        notes.append(
+            f"{len(earlier)} feedback pages of {lab} are for a notebook other than the one of "
+            f"Canvas's last download, left out of canvas-{lab}-feedback.zip (Canvas attaches a "
+            f"page to the file it names): {', '.join(intake.shown(s, who) for s in earlier)}; "
+            "grade the last download (with --regrade for them) and export again"
+        )
+    if not entries:
+        return None, notes
+    archive = course / f"canvas-{lab}-feedback.zip"
+    with layout.whole(archive) as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
+        for entry, page in sorted(entries.items()):
+            zf.write(page, entry)
+    return archive, notes
 
 
 # ---------------------------------------------------------------------------------------
@@ -369,18 +522,27 @@ def canvas(course, gradebook, columns: list[str] | None = None) -> Path:
 
 
 def comment(row: dict) -> str:
-    """The feedback comment of one graded notebook: its points and its status (capped,
-    :func:`labtools.wire.capped`)."""
+    """The feedback comment of one graded notebook, which the student reads: the points,
+    the late deduction in words, what still waits for grading by hand or review; never the
+    internal status (capped, :func:`labtools.wire.capped`)."""
     from labtools.wire import capped
 
-    late = float(row["deduction"] or 0)
-    return capped(
-        f"{number(float(row['adjusted_total']))} of {number(float(row['max_score']))} points: "
-        f"{number(float(row['automatic']))} automatic, {number(float(row['manual']))} "
-        "graded by hand"
-        + (f", {number(late)} deducted for late work" if late else "")
-        + f". Status: {row['status']}."
-    )
+    deduction = float(row.get("deduction") or 0)
+    words = row.get("late_words") or ""
+    text = f"{number(float(row['adjusted_total']))} of {number(float(row['max_score']))} points."
+    if deduction:
+        text += (
+            f" {number(float(row['total']))} points earned, less {number(deduction)} for late "
+            f"work" + (f": {words}." if words else ".")
+        )
+    elif words:
+        text += f" Late work: {words}."
+    waiting = float(row.get("waiting") or 0)
+    if waiting:
+        text += f" {number(waiting)} points of your answers are not graded yet."
+    if row.get("review"):
+        text += " Some of your answers are being reviewed: this grade may change."
+    return capped(text)
 
 
 # what Moodle's clean_filename (PARAM_FILE) takes out of a file name
@@ -405,13 +567,19 @@ def feedback_entry(name: str, participant: str, lab: str) -> str:
     return entry
 
 
-def moodle(course, worksheet, lab: str) -> dict[str, Path]:
+def moodle(course, worksheet, lab: str, *, final: bool = False) -> dict[str, Path]:
     """Write ``moodle-<lab>-worksheet.csv`` and ``moodle-<lab>-feedback.zip`` into
     ``course`` from Moodle's grading worksheet ``worksheet`` (see the module); return
-    their paths (``worksheet``, ``feedback``)."""
+    their paths (``worksheet``, ``feedback``) and a ``note`` if there is one to say."""
+    course = Path(course)
+    outputs = [course / f"moodle-{lab}-worksheet.csv", course / f"moodle-{lab}-feedback.zip"]
+    with stale_removed(outputs):
+        return _moodle(course, worksheet, lab, final)
+
+
+def _moodle(course: Path, worksheet, lab: str, final: bool) -> dict[str, Path]:
     from labtools.intake import read_participants
 
-    course = Path(course)
     labs = layout.lab_names(course)
     if lab not in labs:
         raise UsageError(f"--lab {lab!r}: no such lab; the labs are {', '.join(labs)}")
@@ -431,14 +599,21 @@ def moodle(course, worksheet, lab: str) -> dict[str, Path]:
     said = moodle_times(course, lab, table.rows, header)  # before the totals: lateness
     graded, maxima = graded_totals(course)
     if lab not in graded:
-        raise UsageError(f"{course} has no graded notebook of {lab}: grade it first")
-    mine = graded[lab]
+        command = shlex.join(["python3", "tasks.py", "grade", "DOWNLOAD.zip", *course_args(course)])
+        raise UsageError(
+            f"{course} has no graded notebook of {lab}: grade its Moodle download first "
+            f"(`{command}`)"
+        )
+    everyone = graded[lab]
+    mine = chosen_rows(graded, final)[lab]
     known = read_participants(course).get(lab, {})
-    unknown = sorted(set(mine) - set(known))
+    unknown = sorted(set(everyone) - set(known))
     if unknown:
         raise UsageError(
             f"{len(unknown)} graded students of {lab} have no Moodle participant id (not "
-            f"graded from a Moodle download of it): {', '.join(unknown)}"
+            f"graded from a Moodle download of it): {', '.join(unknown)}; grade the lab's "
+            "Moodle download into this course folder (`python3 tasks.py grade DOWNLOAD.zip`, "
+            "with its --course), then export again"
         )
     rows = [list(r) for r in table.rows]
     by_id = {}
@@ -452,7 +627,8 @@ def moodle(course, worksheet, lab: str) -> dict[str, Path]:
                            for s in absent)  # fmt: skip
         raise UsageError(
             f"{len(absent)} graded students of {lab} are not in {worksheet}: {listed}; is "
-            "it the worksheet of the assignment whose submissions were graded?"
+            "it the worksheet of the assignment whose submissions were graded? Download "
+            "that one (View all submissions > Download grading worksheet) and export with it"
         )
     pages = {s: course / "feedback" / s / lab / f"{lab}.html" for s in mine}
     without = sorted(s for s, page in pages.items() if not page.is_file())
@@ -480,4 +656,10 @@ def moodle(course, worksheet, lab: str) -> dict[str, Path]:
         for student in sorted(mine):
             who = known[student]
             zf.write(pages[student], feedback_entry(who["name"], who["participant"], lab))
+    held = sorted(set(everyone) - set(mine))
+    if held:
+        said = "; ".join(filter(None, [said, (
+            f"--final: {len(held)} grades of {lab} that are not final were left as the "
+            f"worksheet had them: {', '.join(held[:20])}" + (" ..." if len(held) > 20 else "")
+        )]))  # fmt: skip
     return {"worksheet": out, "feedback": archive} | ({"note": said} if said else {})

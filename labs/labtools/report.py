@@ -9,8 +9,10 @@ unusually alike (:mod:`labtools.similarity`), with the two answers side by side.
 
 Its figures are PNG images inside the page (matplotlib, Agg), each with alt text that says
 what it shows; its style is inline; it has no script. Everything a student controls
-(messages, ids, answers) is escaped. Manual scores are not read: it shows what the tests
-measured.
+(messages, ids, names, answers) is escaped. Manual scores are not read: it shows what the
+tests measured. Each student id has the name the course folder knows beside it (the page
+is the instructor's). Only the labs that are set have a section
+(:func:`labtools.export.set_labs`); the others are named in one line.
 """
 
 from __future__ import annotations
@@ -215,7 +217,14 @@ def late_count(course: Path, lab: Lab) -> str:
     return f"{len(found)} of {known} with a known time or mark" + (f": {shown}" if found else "")
 
 
-def lab_section(lab: Lab, students: list[str], course: Path | None = None) -> str:
+def lab_section(
+    lab: Lab, students: list[str], course: Path | None = None, names: dict | None = None
+) -> str:
+    from labtools.intake import shown
+
+    def who(student: str) -> str:
+        return shown(student, names or {})
+
     graded = {s: r for s, r in lab.rows.items() if r.graded}
     missing = [s for s in students if s not in lab.rows]
     other = Counter(r.status.value for r in lab.rows.values() if not r.graded)
@@ -232,13 +241,13 @@ def lab_section(lab: Lab, students: list[str], course: Path | None = None) -> st
         slowest = max(graded.values(), key=lambda r: r.seconds or 0)
         out.append(
             f"<tr><th>seconds per notebook</th><td>median {statistics.median(seconds):.1f}, "
-            f"max {max(seconds):.1f} ({esc(slowest.student)})</td></tr>"
+            f"max {max(seconds):.1f} ({esc(who(slowest.student))})</td></tr>"
         )
     else:
         out.append("<tr><th>seconds per notebook</th><td>none graded</td></tr>")
     out.append("</table>")
     if missing:
-        out.append(f'<p class="note">Missing: {esc(", ".join(missing))}</p>')
+        out.append(f'<p class="note">Missing: {esc(", ".join(map(who, missing)))}</p>')
     total_points = sum(lab.tests.values())
     totals: Counter = Counter()
     for row in graded.values():
@@ -280,7 +289,7 @@ def lab_section(lab: Lab, students: list[str], course: Path | None = None) -> st
             for message, count in messages.most_common(TOP_MESSAGES):
                 part.append(
                     f"<tr><td><pre>{esc(message)}</pre></td><td>{count}</td>"
-                    f"<td>{esc(example[message])}</td></tr>"
+                    f"<td>{esc(who(example[message]))}</td></tr>"
                 )
             part.append("</table>")
             if len(messages) > TOP_MESSAGES:
@@ -294,7 +303,14 @@ def lab_section(lab: Lab, students: list[str], course: Path | None = None) -> st
     return "\n".join(out)
 
 
-def similarity_section(pairs: list[similarity.Pair], shown: dict[tuple, dict]) -> str:
+def similarity_section(
+    pairs: list[similarity.Pair], shown: dict[tuple, dict], names: dict | None = None
+) -> str:
+    from labtools.intake import shown as named
+
+    def who(student: str) -> str:
+        return named(student, names or {})
+
     out = ['<section id="similarity"><h2>Similar answers</h2>']
     out.append(
         f'<p class="note">Pairs whose answer cells share at least {similarity.MIN_SHARED} '
@@ -315,7 +331,7 @@ def similarity_section(pairs: list[similarity.Pair], shown: dict[tuple, dict]) -
         cells = "; ".join(f"{g} {s:.0%}, {n} ({a}, {b})" for g, s, n, a, b in p.cells)
         out.append(
             f'<tr><td><a href="#pair-{i}">{i}</a></td><td>{esc(p.lab)}</td>'
-            f"<td>{esc(p.first)} and {esc(p.second)}</td><td>{p.score:.0%}</td>"
+            f"<td>{esc(who(p.first))} and {esc(who(p.second))}</td><td>{p.score:.0%}</td>"
             f"<td>{esc(cells)}</td></tr>"
         )
     out.append("</table>")
@@ -323,8 +339,8 @@ def similarity_section(pairs: list[similarity.Pair], shown: dict[tuple, dict]) -
         out.append(f'<p class="note">{len(pairs) - MAX_PAIRS} more pairs not shown.</p>')
     for i, p in enumerate(pairs[:MAX_PAIRS], 1):
         out.append(
-            f'<div id="pair-{i}"><h3>{i}. {esc(p.lab)}: {esc(p.first)} and '
-            f"{esc(p.second)} ({p.score:.0%})</h3>"
+            f'<div id="pair-{i}"><h3>{i}. {esc(p.lab)}: {esc(who(p.first))} and '
+            f"{esc(who(p.second))} ({p.score:.0%})</h3>"
         )
         answers = shown[p.lab]
         for gid, score, *_ in p.cells:
@@ -333,7 +349,7 @@ def similarity_section(pairs: list[similarity.Pair], shown: dict[tuple, dict]) -
                 text = answers.get(student, {}).get(gid, "")
                 cut = "\n[...]" if len(text) > MAX_SHOWN else ""
                 out.append(
-                    f'<div><p class="note">{esc(student)}</p><pre>{esc(text[:MAX_SHOWN])}'
+                    f'<div><p class="note">{esc(who(student))}</p><pre>{esc(text[:MAX_SHOWN])}'
                     f"{cut}</pre></div>"
                 )
             out.append("</div>")
@@ -344,8 +360,14 @@ def similarity_section(pairs: list[similarity.Pair], shown: dict[tuple, dict]) -
 
 def build(course: Path) -> str:
     """The report's HTML for ``course``."""
+    from labtools import intake, late
+    from labtools.export import set_labs
+
     course = Path(course)
-    names = layout.lab_names(course) if (course / "source").is_dir() else []
+    every = layout.lab_names(course) if (course / "source").is_dir() else []
+    names = set_labs(course, every, late.load(course))
+    unset = [name for name in every if name not in names]
+    people = intake.student_names(course)
     students = courses.students(course)
     labs = [read_lab(course, name, students) for name in names]
     pairs, shown = [], {}
@@ -367,8 +389,13 @@ def build(course: Path) -> str:
     for lab in labs:
         out.append(f'<li><a href="#{anchor("lab", lab.name)}">{esc(lab.name)}</a></li>')
     out.append(f'<li><a href="#similarity">Similar answers ({len(pairs)})</a></li></ul></nav>')
-    out += [lab_section(lab, students, course) for lab in labs]
-    out.append(similarity_section(pairs, shown))
+    if unset:
+        out.append(
+            f'<p class="note">Labs not set yet (no submission, no due date), left out: '
+            f"{esc(', '.join(unset))}.</p>"
+        )
+    out += [lab_section(lab, students, course, people) for lab in labs]
+    out.append(similarity_section(pairs, shown, people))
     out.append("</body></html>\n")
     return "\n".join(out)
 
