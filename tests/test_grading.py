@@ -422,6 +422,10 @@ except OSError:
     with sandbox.Sandbox(LIMITS, package=package) as box:
         assert box.request(wire.Run(probe)).error is None
         report = box.request(wire.Get("report")).value
+        if not privileged:  # memory is watched: the /tmp it counts is the notebook's own
+            watched = box.watch._processes()
+            inside = box.watch.inside(watched)
+            assert inside is not None and inside != str(box.process.pid), watched
     assert report["uid"] == (sandbox.NOBODY if not privileged else sandbox.sandbox_uid())
     assert report["uid"] != os.getuid()
     assert report["pids"] == [1]  # it sees itself only

@@ -285,10 +285,10 @@ def plan(source_nb: dict, student_nb: dict) -> tuple[list[Cell], list[str]]:
             visible(original).strip(),
         ):
             notes.append(f"locked cell {gid} was edited: the original was used")
-    if unknown:  # one note, however many: an id is the student's text, shown cut
-        first = unknown[0][:40] + ("..." if len(unknown[0]) > 40 else "")
-        more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
-        notes.append(f"a cell claims the unknown id {first!r}{more}: treated as the student's own")
+    if unknown:  # one note, however many (a row's status cuts it, the log keeps it whole)
+        ids = ", ".join(map(repr, unknown))
+        claim = "cells claim the unknown ids" if unknown[1:] else "a cell claims the unknown id"
+        notes.append(f"{claim} {ids}: treated as the student's own")
     if not answers:
         notes.append(
             "the notebook lost its nbgrader metadata: its code ran as the student's own "

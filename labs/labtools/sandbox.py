@@ -551,17 +551,30 @@ class MemoryWatch:
             todo += children.get(pid, [])
         return found
 
+    @staticmethod
+    def inside(pids: list[str]) -> str | None:
+        """The first of ``pids`` whose root is the sandbox's: whose /tmp is the notebook's
+        (bubblewrap itself sees this machine's /tmp)."""
+        host = os.stat("/")
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                root = os.stat(f"/proc/{pid}/root")
+                if (root.st_dev, root.st_ino) != (host.st_dev, host.st_ino):
+                    return pid
+        return None
+
     def used(self) -> int:
-        total, tmp_counted = 0, False
-        for pid in self._processes():
+        total, pids = 0, self._processes()
+        for pid in pids:
             with contextlib.suppress(OSError, ValueError):
                 for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                     if line.startswith("VmRSS:"):
                         total += int(line.split()[1]) * 1024
-                if not tmp_counted:  # its /tmp, as that process sees it
-                    stats = os.statvfs(f"/proc/{pid}/root/tmp")
-                    total += (stats.f_blocks - stats.f_bfree) * stats.f_frsize
-                    tmp_counted = True
+        inside = self.inside(pids)
+        if inside is not None:  # its /tmp, as a process inside sees it
+            with contextlib.suppress(OSError):
+                stats = os.statvfs(f"/proc/{inside}/root/tmp")
+                total += (stats.f_blocks - stats.f_bfree) * stats.f_frsize
         return total
 
     def _watch(self) -> None:
