@@ -24,6 +24,7 @@ For instructors (see the instructor guide in the book; `--help` after each job):
     python3 tasks.py export                  # grades.csv and grades-wide.csv, manual marks too
     python3 tasks.py feedback                # feedback files again, with your comments
     python3 tasks.py report                  # report.html: how the class did, similar answers
+    python3 tasks.py review                  # answers held for review; --accept gives points
 
 Only the standard library is used here, so a fresh machine with Python 3.11 is enough.
 """
@@ -56,6 +57,7 @@ def scripts(env_dir: Path) -> Path:
 BIN = scripts(VENV)
 BUILD = ROOT / "_build"
 LAB_VENV = ROOT / ".venv-lab"  # the student environment with JupyterLab (`lab`)
+SANDBOX_VENV = ROOT / ".venv-sandbox"  # what a graded notebook's code may use, nothing else
 FIRST_PAGE = "book/00_tour.ipynb"  # where `lab` opens the course
 # JupyterLab asks the network for news and for a newer version: not on a student's machine
 # that may be offline (an overrides file in the environment sets the defaults of every user)
@@ -101,6 +103,27 @@ def install(env_dir: Path, requirements: str) -> Path:
     except subprocess.CalledProcessError:
         print(f"uv could not install {requirements}; pip installs it instead", flush=True)
         run(*pip, *pinned)
+    return python
+
+
+def setup_sandbox() -> Path:
+    """Make .venv-sandbox, the grading sandbox's own environment (requirements-sandbox.txt
+    and the package's dependencies: IPython, numpy, matplotlib, ipywidgets), with uv from
+    .venv, so that it holds no pip, no setuptools and no uv either; return its python. Like
+    :func:`setup`, only when what it depends on changed."""
+    python = scripts(SANDBOX_VENV) / "python"
+    stamp = SANDBOX_VENV / ".installed-requirements-sandbox.txt"
+    want = digest(
+        *(ROOT / f for f in ("requirements-sandbox.txt", "pyproject.toml", "constraints.txt"))
+    )
+    if stamp.exists() and stamp.read_text() == want and python.exists():
+        return python
+    print(f"Creating the grading sandbox's environment {SANDBOX_VENV.name}/", flush=True)
+    venv.EnvBuilder(with_pip=False, clear=True).create(SANDBOX_VENV)
+    uv = [BIN / "python", "-m", "uv", "pip", "install", "--quiet", "--compile-bytecode"]
+    needs = ["-r", "requirements-sandbox.txt", "-r", "pyproject.toml", "-c", "constraints.txt"]
+    run(*uv, "--python", python, *needs)
+    stamp.write_text(want)
     return python
 
 
@@ -295,6 +318,7 @@ def labtools(*args: str) -> None:
     this process go on to it (`kill PID` stops the grading, not just tasks.py), and this
     process waits for it to end."""
     setup("requirements-instructor.txt")
+    setup_sandbox()  # where the students' code runs
     python_path = os.pathsep.join(filter(None, [str(ROOT / "labs"), os.environ.get("PYTHONPATH")]))
     path = os.pathsep.join(filter(None, [str(BIN), os.environ.get("PATH")]))
     env = dict(os.environ, PYTHONPATH=python_path, PATH=path)
@@ -366,7 +390,7 @@ def command_line() -> argparse.ArgumentParser:
         "arguments go to `jupyter lab`, e.g. --no-browser --port 8890.",
     )
     options = labtools_options()  # declared once, by labtools (standard library only)
-    for name in ("grade", "formgrader", "export", "feedback", "report"):
+    for name in ("grade", "formgrader", "export", "feedback", "report", "review"):
         options.add_options(name, jobs.add_parser(name, help=options.JOBS[name]))
     return parser
 
@@ -404,6 +428,7 @@ def main(argv: list[str] | None = None) -> None:
             # waiting on downloads and disk: build it while .venv is set up and the tests start
             binder = None if args.quick else binder_in_background()
             setup("requirements-test.txt")
+            setup_sandbox()  # the grading sandbox's own Python environment
             # the commit hooks first (.pre-commit-config.yaml): lint, format, clean notebooks
             if (ROOT / ".git").exists():
                 run(BIN / "pre-commit", "run", "--all-files", "--show-diff-on-failure")
@@ -422,7 +447,7 @@ def main(argv: list[str] | None = None) -> None:
                     binder.wait()
         elif job == "labs":
             labtools("release")  # exits with its code
-        elif job in ("grade", "formgrader", "export", "feedback", "report"):
+        elif job in ("grade", "formgrader", "export", "feedback", "report", "review"):
             if job == "grade":
                 check_grade_arguments(args)
             if job == "formgrader":  # MathJax for its pages, the website's copy (fetched once)

@@ -528,7 +528,7 @@ LAB5 = {
             def ll_grad(w, Xa, c):
                 g = np.zeros(Xa.shape[1])
                 for x, label in zip(Xa, c):
-                    g = g + (label - P.sigmoid(x @ w)) * x
+                    g = g + (label - sigmoid(x @ w)) * x
                 return g
             """,
         ),
@@ -959,6 +959,201 @@ LAB7 = {
         ),
     },
 }
+
+# Round 5 (issue 38): the routes two reviewers and a red team found around a check that read
+# the student's interpreter. Here nothing reads it: scipy and scikit-learn are not in the
+# sandbox (an import fails), a function the lab closes has no code there (its stand-in is
+# refused during a graded call), and what cannot be left out is held for the instructor
+# (tests/test_answer_families.py counts a held exercise as earning nothing automatically).
+LAB6["ex2-code"]["shortcuts"].update(
+    _cells(
+        dgelss_object_array="""
+        from scipy.linalg import lapack
+        _SOLVERS = np.empty(1, dtype=object)
+        _SOLVERS[0] = lapack.dgelss
+
+        def least_squares(X, d):
+            return _SOLVERS[0](P.augment(X), np.asarray(d, dtype=float))[1][: X.shape[1] + 1]
+        """,
+        dgelss_namespace="""
+        import types
+        from scipy.linalg import lapack
+        _S = types.SimpleNamespace(solve=lapack.dgelss)
+
+        def least_squares(X, d):
+            return _S.solve(P.augment(X), np.asarray(d, dtype=float))[1][: X.shape[1] + 1]
+        """,
+        dgelss_item_201="""
+        from scipy.linalg import lapack
+        _MANY = [abs] * 200 + [lapack.dgelss]
+
+        def least_squares(X, d):
+            return _MANY[200](P.augment(X), np.asarray(d, dtype=float))[1][: X.shape[1] + 1]
+        """,
+        logging_resolve="""
+        import logging.config
+
+        def least_squares(X, d):
+            dgelss = logging.config._resolve("scipy.linalg.lapack.dgelss")
+            return dgelss(P.augment(X), np.asarray(d, dtype=float))[1][: X.shape[1] + 1]
+        """,
+        matplotlib_loader="""
+        from matplotlib.backends.registry import backend_registry
+
+        def least_squares(X, d):
+            lapack = backend_registry.load_backend_module("module://scipy.linalg.lapack")
+            return lapack.dgelss(P.augment(X), np.asarray(d, dtype=float))[1][: X.shape[1] + 1]
+        """,
+        agent_replaced="""
+        import sys, types
+        _fake = types.ModuleType("labtools.inside.agent")
+        _fake.closed_call = lambda name, args, kwargs: None
+        if "labtools.inside.agent" in sys.modules:  # (in the sandbox: the agent's own module)
+            sys.modules["labtools.inside.agent"] = _fake
+
+        def least_squares(X, d):
+            return P.lls(X, d)
+        """,
+        layers_off="""
+        import sys
+        for _name in list(sys.modules):
+            if _name.startswith("labtools") and ("reach" in _name or "agent" in _name):
+                sys.modules[_name] = None
+
+        def least_squares(X, d):
+            return np.linalg.lstsq(P.augment(X), np.asarray(d, dtype=float), rcond=None)[0]
+        """,
+        package_code_compiled="""
+        import types
+        _lls = types.FunctionType(P.lls.__code__, P.lls.__globals__)
+
+        def least_squares(X, d):
+            return _lls(X, d)
+        """,
+        getattr_made_name="""
+        def least_squares(X, d):
+            solve = getattr(np.linalg, "ls" + "tsq")
+            return solve(P.augment(X), np.asarray(d, dtype=float), rcond=None)[0]
+        """,
+    )
+)
+LAB1["ex3-code"]["alternatives"].update(
+    _cells(
+        # review A, H3: P.predict does no part of PT; Lab 1 allows it (a stopping test)
+        stops_when_predict_agrees="""
+        def train(X, c, eta, max_epochs=100):
+            Xa = P.augment(X)
+            w = np.zeros(Xa.shape[1])
+            for _ in range(max_epochs):
+                if np.array_equal(P.predict(X, w), np.asarray(c)):
+                    break
+                for x, label in zip(Xa, c):
+                    w = pt_step(w, x, label, eta)
+            return w
+        """,
+    )
+)
+LAB1["ex3-code"]["shortcuts"].update(
+    _cells(
+        pt_code_copy="""
+        import types as _types
+        _pt = _types.FunctionType(P.pt.__code__, P.pt.__globals__, "pt", P.pt.__defaults__)
+
+        def train(X, c, eta, max_epochs=100):
+            return _pt(X, c, eta=eta, max_epochs=max_epochs, warn=False).w
+        """,
+    )
+)
+LAB6["ex3-code"]["shortcuts"].update(
+    _cells(
+        lms_pass_copy="""
+        import types
+        from perceptrons.delta_rule import _lms_pass
+        _copy = types.FunctionType(_lms_pass.__code__, _lms_pass.__globals__)
+
+        def lms_filter(X, d, eta):
+            Xa = P.augment(X)
+            return _copy(Xa, np.asarray(d, dtype=float), eta, np.zeros(Xa.shape[1]))[0]
+        """,
+    )
+)
+LAB5["ex1-code"]["shortcuts"].update(
+    _cells(
+        expit_object_array="""
+        from scipy.special import expit
+        _F = np.array([expit], dtype=object)
+
+        def sigmoid(z):
+            return _F[0](np.asarray(z, dtype=float))
+        """,
+    )
+)
+LAB7["ex4-code"]["shortcuts"].update(
+    _cells(
+        confusion_namespace="""
+        import types
+        from sklearn.metrics import confusion_matrix
+        _T = types.SimpleNamespace(cm=confusion_matrix)
+
+        def accuracy(w, X, c):
+            m = _T.cm(np.asarray(c), (P.augment(X) @ w >= 0).astype(int), labels=[0, 1])
+            return float(np.trace(m) / m.sum())
+        """,
+    )
+)
+# honest forms that the old check refused (issue 38, item 5): a namedtuple for a pair, a ufunc
+# the student makes with np.frompyfunc of a scalar function of their own
+LAB6["ex4-code"]["alternatives"].update(
+    _cells(
+        namedtuple_pair="""
+        from collections import namedtuple
+        Limits = namedtuple("Limits", "eta_max memory")
+
+        def lms_limits(X, eta):
+            Xa = P.augment(X)
+            lam = np.linalg.eigvalsh(Xa.T @ Xa / len(Xa))
+            return Limits(2 / lam.max(), 1 / (eta * lam.min()))
+        """,
+    )
+)
+LAB7["ex5-code"]["alternatives"].update(
+    _cells(
+        namedtuple_pair="""
+        from collections import namedtuple
+        Accuracies = namedtuple("Accuracies", "train test")
+
+        def held_out(X, c, eta, steps, n_test, seed):
+            tr, te = split(len(X), n_test, seed)
+            w = train(X[tr], c[tr], eta, steps)
+            return Accuracies(accuracy(w, X[tr], c[tr]), accuracy(w, X[te], c[te]))
+        """,
+    )
+)
+LAB1["ex1-code"]["alternatives"].update(
+    _cells(
+        frompyfunc_step="""
+        _step = np.frompyfunc(lambda z: 1.0 if z >= 0 else 0.0, 1, 1)
+
+        def pt_step(w, x, c, eta):
+            return w + eta * (c - float(_step(w @ x))) * x
+        """,
+    )
+)
+LAB5["ex1-code"]["alternatives"].update(
+    _cells(
+        frompyfunc="""
+        import math
+
+        def _one(z):
+            return 1 / (1 + math.exp(-z)) if z >= 0 else math.exp(z) / (1 + math.exp(z))
+
+        _ufunc = np.frompyfunc(_one, 1, 1)
+
+        def sigmoid(z):
+            return _ufunc(np.asarray(z, dtype=float))
+        """,
+    )
+)
 
 # Shortcuts that the tests of the idea catch, not the forbid: run with nothing forbidden
 # they still fail their exercise's tests (differences at ‖w‖ = 300; a measured factor is not

@@ -236,9 +236,9 @@ def test_a_worker_on_another_machine_lends_its_own_font_cache(tmp_path):
     assert worker.worker_mpl_cache(str(tmp_path)) == tmp_path
     own = worker.worker_mpl_cache(str(tmp_path / "only on the grading machine"))
     assert own == Path(worker.mpl_cache()) and own.is_dir()
-    argv = sandbox.command(sandbox.Limits(), tmp_path / "missing")
+    argv = sandbox.zygote_command(tmp_path / "package", tmp_path / "missing")
     assert str(tmp_path / "missing") not in argv  # a folder that is not there is not bound
-    assert str(tmp_path) in sandbox.command(sandbox.Limits(), tmp_path)  # one that is, is
+    assert str(tmp_path) in sandbox.zygote_command(tmp_path / "package", tmp_path)  # one that is
 
 
 class Cancelling(concurrent.futures.Executor):

@@ -109,19 +109,18 @@ def student(**answers):
 def test_a_test_that_runs_long_in_c_on_the_students_value_is_stopped_at_the_limit():
     """Finding 2 in general: a grader's test inside LAPACK, where SIGALRM cannot reach,
     ran 60 s against a 30 s limit. The grader's side is a child process that the worker
-    kills at notebook_seconds + grader_seconds; the tests it reached keep their verdicts,
-    the rest score 0 with the reason."""
+    kills at notebook_seconds + tests_seconds + grader_seconds; the tests it reached keep
+    their verdicts, the rest score 0 with the reason."""
     source = tiny_lab(
         "assert k >= 0\n"
         "if k > 10:\n"
         "    np.linalg.eigvalsh(np.random.default_rng(0).normal(size=(k, k)))\n"
     )
-    honest, _ = grade("tiny", student(), source, notebook_seconds=3, grader_seconds=2)
+    limits = {"notebook_seconds": 3, "tests_seconds": 1, "grader_seconds": 2}
+    honest, _ = grade("tiny", student(), source, **limits)
     assert scores(honest) == {"ex1-tests": 1.0, "ex2-tests": 1.0}
-    outcome, seconds = grade(
-        "tiny", student(**{"ex1-code": "k = 6000\n"}), source, notebook_seconds=3, grader_seconds=2
-    )
-    assert seconds < 3 + 2 + 3, seconds  # the limits and a second or so to start
+    outcome, seconds = grade("tiny", student(**{"ex1-code": "k = 6000\n"}), source, **limits)
+    assert seconds < 3 + 1 + 2 + 3, seconds  # the limits and a second or so to start
     assert outcome.status is wire.Status.GRADED
     assert scores(outcome) == {"ex1-tests": 0.0, "ex2-tests": 0.0}
     messages = [e["message"] for e in outcome.evaluation["cells"] if e["role"] == "test"]

@@ -155,16 +155,22 @@ def test_student_versions_hold_no_solutions_and_say_what_to_write():
         assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text
         code = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
         stubs = code.count("raise NotImplementedError(")
-        assert stubs >= 3 and stubs == code.count("raise NotImplementedError('Student exercise: ")
+        said = sum(code.count(f"raise NotImplementedError({q}Student exercise: ") for q in "'\"")
+        assert stubs >= 3 and stubs == said
 
 
-def test_every_forbidden_function_and_reference_exists():
-    from labtools import forbid
+def test_every_lab_rule_can_be_applied_and_every_reference_exists():
+    """Each lab's allow list names package functions (what they call comes with them), a
+    forbid names a function that exists, and a reference names a solution of the lab."""
+    from labtools import release
 
+    from perceptrons import handin
+
+    release.check_rules(LABS)
     for lab in layout.lab_names():
-        for name, closed in notebook.declared(nb_of("source", lab)).items():
-            for qualified in closed:
-                assert forbid.how(qualified) in ("code", "attribute"), f"{lab} {name}"
+        rules = handin.rules(nb_of("source", lab))
+        present = handin.present_functions(rules.allow)
+        assert present | handin.closed_functions(rules.allow) == set(handin.package_functions())
         cells, _ = notebook.plan(nb_of("source", lab), nb_of("release", lab))
         instructor = notebook.solutions(nb_of("source", lab))
         for cell in cells:
@@ -180,6 +186,26 @@ class Sneaky(float):
         return True
 
     __hash__ = float.__hash__
+
+
+def test_a_subclass_of_plain_data_crosses_as_its_plain_value():
+    """Only data crosses, never an object's behaviour: a namedtuple is a tuple, a float that
+    says it equals everything is the number it holds, an array subclass an array, and an
+    object array of numbers (what np.frompyfunc returns) an array of numbers."""
+    from collections import OrderedDict, namedtuple
+
+    pair = namedtuple("Pair", "a b")(1.5, 2)
+    assert decode(encode(pair)) == (1.5, 2) and type(decode(encode(pair))) is tuple
+    back = decode(encode(Sneaky(1.0)))
+    assert type(back) is float and back == 1.0 and back != 2.0
+    assert decode(encode({0: Sneaky(3.0)})) == {0: 3.0}
+    assert type(decode(encode(OrderedDict(a=1)))) is dict
+    view = decode(encode(np.arange(3.0).view(type("Arr", (np.ndarray,), {}))))
+    assert type(view) is np.ndarray and np.array_equal(view, np.arange(3.0))
+    made = np.frompyfunc(lambda z: 1.0 / (1.0 + np.exp(-z)), 1, 1)(np.array([0.0, 1.0]))
+    assert made.dtype == object
+    back = decode(encode(made))
+    assert back.dtype == float and np.allclose(back, [0.5, 1 / (1 + np.exp(-1))])
 
 
 @pytest.mark.parametrize(
@@ -218,13 +244,12 @@ def test_plain_data_crosses_unchanged(value):
 @pytest.mark.parametrize(
     "value, named",
     [
-        (Sneaky(1.0), "Sneaky"),
-        (np.arange(3.0).view(type("Arr", (np.ndarray,), {})), "Arr"),
         (np.array([object()]), "dtype object"),
+        (np.array([1.0, "a"], dtype=object), "dtype object"),
         (lambda: 1, "function"),
         (np, "module"),
         ([1, {2}], "set"),
-        ({Sneaky(1.0): 1}, "Sneaky"),
+        ({frozenset(): 1}, "frozenset"),
         (np.zeros(2, dtype=[("a", float)]), "dtype"),
     ],
 )
@@ -354,14 +379,7 @@ def test_an_untouched_student_version_gives_no_notes():
 
 def test_only_the_solution_cells_names_cross():
     names = notebook.declared(nb_of("source"))
-    assert set(names) == {"pt_step", "predicted_updates", "predicted_w", "train", "eta_choice"}
-    closed = names["pt_step"]  # the package closed but for its allow list (heaviside)
-    for shortcut in ("pt", "pt_error", "batch_perceptron", "_pt_skipping"):
-        assert f"perceptrons.perceptron.{shortcut}" in closed
-    assert "perceptrons.perceptron.heaviside" not in closed
-    assert "perceptrons.perceptron.augment" in closed  # allowed for train, not for pt_step
-    assert "perceptrons.perceptron.augment" not in names["train"]
-    assert names["eta_choice"] == []  # a value: nothing is called
+    assert names == {"pt_step", "predicted_updates", "predicted_w", "train", "eta_choice"}
 
 
 # ---------------------------------------------------------------------------------------
@@ -372,7 +390,7 @@ def test_the_private_tmp_is_mounted_before_the_environment_is_bound(monkeypatch)
     """A checkout (and its .venv) under /tmp must stay visible in the sandbox: its /tmp is
     mounted first and the binds go on top (a clean clone in /tmp found this)."""
     monkeypatch.setattr(sandbox, "_python_paths", lambda: [Path("/tmp/clone/.venv")])
-    argv = sandbox.command(LIMITS)
+    argv = sandbox.zygote_command(Path("/tmp/clone/package"))
     assert argv.index("--tmpfs") < argv.index("/tmp/clone/.venv")
 
 
@@ -398,9 +416,16 @@ try:
 except OSError:
     report["wrote"] = False
 """
-    with sandbox.Sandbox(LIMITS) as box:
+    from labtools import closed
+
+    package = closed.package_for(("augment", "heaviside"))
+    with sandbox.Sandbox(LIMITS, package=package) as box:
         assert box.request(wire.Run(probe)).error is None
         report = box.request(wire.Get("report")).value
+        if not privileged:  # memory is watched: the /tmp it counts is the notebook's own
+            watched = box.watch._processes()
+            inside = box.watch.inside(watched)
+            assert inside is not None and inside != str(box.process.pid), watched
     assert report["uid"] == (sandbox.NOBODY if not privileged else sandbox.sandbox_uid())
     assert report["uid"] != os.getuid()
     assert report["pids"] == [1]  # it sees itself only
@@ -510,7 +535,7 @@ def plant(submitted: Path, others: Path, course: Path, port: int) -> dict:
     expected = {}
     for name, entry in expected_scores().items():
         hand_in_plant(name, submitted, others, values)
-        expected[name] = entry["score"]
+        expected[name] = (entry["score"], entry.get("held", 0))
     return expected
 
 
@@ -521,8 +546,9 @@ def test_every_plant_has_its_score_and_every_score_its_plant():
     assert len(files) >= 36
     known = {"SECRETS", "WRITABLE", "PORT", "PROCESS_LIMIT"}
     for name, entry in table.items():
-        assert set(entry) == {"score", "why"} and entry["why"].strip(), name
+        assert set(entry) - {"held"} == {"score", "why"} and entry["why"].strip(), name
         assert type(entry["score"]) is int and 0 <= entry["score"] <= 7, name  # 7 automatic
+        assert 0 <= entry.get("held", 0) <= entry["score"], name  # held: of those earned
         assert set(plant_cells(name)) <= {"ex1-code", "ex2-code", "ex3-code", "ex4-answer",
                                           "ex5-code"}, name  # fmt: skip
         for _, _, text in plant_sections(name):
@@ -619,14 +645,36 @@ def rows_of(course):
 
 
 def test_every_planted_submission_gets_its_exact_score(graded):
+    """Each plant earns its exact automatic score, and holds its exact part of it for the
+    instructor's review: grades.csv gives what is not held (and says what is)."""
     rows = {r["student"]: r for r in rows_of(graded["course"]) if r["lab"] == LAB}
-    scores = {student: float(row["automatic"]) for student, row in rows.items()}
+    results = {row.student: row for row in graded["summary"]["graded"]}
+    found = {}
+    for student, row in results.items():
+        tests = row.tests or {}
+        earned = sum(v["score"] for v in tests.values())
+        held = sum(v["score"] for v in tests.values() if v.get("held"))
+        found[student] = (earned, held)
     wrong = {
-        s: (scores.get(s), e, rows.get(s, {}).get("status"))
+        s: (found.get(s), e, rows.get(s, {}).get("status"), rows.get(s, {}).get("review"))
         for s, e in graded["expected"].items()
-        if scores.get(s) != e
+        if found.get(s, (0, 0)) != (float(e[0]), float(e[1]))
+        or float(rows.get(s, {}).get("automatic", 0)) != e[0] - e[1]
     }
     assert not wrong, wrong
+
+
+def test_no_hidden_test_input_reaches_what_the_student_sees(graded):
+    """The plant hidden_leak records the size of every x its pt_step is given and prints them
+    in a cell added at the end: the hidden test's calls (x of 4 numbers) come after the last
+    cell, on a copy of the notebook, so the graded notebook and the feedback page show only
+    the visible calls' (3). Round-5 red team, finding 5."""
+    course = graded["course"]
+    autograded = (course / "autograded" / "hidden_leak" / LAB / f"{LAB}.ipynb").read_text()
+    feedback = (course / "feedback" / "hidden_leak" / LAB / f"{LAB}.html").read_text()
+    for shown in (autograded, feedback):
+        assert "SIZES SEEN: [3]" in shown
+        assert "SIZES SEEN: [3, 4]" not in shown
 
 
 def test_the_warm_and_the_cold_start_give_every_planted_submission_the_same_scores(graded):
@@ -661,8 +709,12 @@ def test_statuses_tell_the_instructor_what_happened(graded):
     assert "more than 8 MB of output" in status["outflood"]
     assert "not an answer to the grader's channel" in status["forger"]
     tests = json.loads((graded["course"] / "results" / "always" / f"{LAB}.json").read_text())
-    assert "not plain data" in tests["tests"]["ex2-tests"]["message"]
-    assert "AlwaysArray" in tests["tests"]["ex3-visible"]["message"]
+    # only the values cross, not the subclasses' ==: a 0 that claims to equal everything is 0
+    assert (
+        "predicted_updates (count every update) is 0.0; expected 10.0"
+        in (tests["tests"]["ex2-tests"]["message"])
+    )
+    assert "compared with P.pt on AND differs" in tests["tests"]["ex3-visible"]["message"]
 
     def message(student, test):
         results = graded["course"] / "results" / student / f"{LAB}.json"
@@ -686,7 +738,7 @@ def test_statuses_tell_the_instructor_what_happened(graded):
     assert "My answer." in "".join(answer["source"])
     assert not runnable(as_formgrader_shows("".join(answer["source"])))
     package = json.loads((graded["course"] / "results" / "package" / f"{LAB}.json").read_text())
-    assert "asks you to write it yourself" in package["tests"]["ex3-visible"]["message"]
+    assert "P.pt is closed in this lab" in package["tests"]["ex3-visible"]["message"]
     loops = json.loads((graded["course"] / "results" / "loops" / f"{LAB}.json").read_text())
     assert "interrupted" in loops["tests"]["ex1-visible"]["message"]
 
@@ -740,8 +792,9 @@ def test_gradebook_feedback_and_autograded_notebooks_agree(graded):
     course = graded["course"]
     with Gradebook(courses.db_url(course)) as gb:
         for student in ("correct", "wrong", "hog"):
+            expected = graded["expected"][student][0]  # (none of these is held)
             submission = gb.find_submission(LAB, student)
-            assert submission.score == graded["expected"][student]
+            assert submission.score == expected
             autograded = json.loads(
                 (course / "autograded" / student / LAB / f"{LAB}.ipynb").read_text()
             )
@@ -749,9 +802,9 @@ def test_gradebook_feedback_and_autograded_notebooks_agree(graded):
 
             nb = nbformat.from_dict(autograded)
             auto = sum(utils.determine_grade(c)[0] or 0 for c in nb.cells if utils.is_grade(c))
-            assert auto == graded["expected"][student]
+            assert auto == expected
             html = (course / "feedback" / student / LAB / f"{LAB}.html").read_text()
-            assert f"{graded['expected'][student]:g} / 11" in html.replace(".0 /", " /")
+            assert f"{expected:g} / 11" in html.replace(".0 /", " /")
 
 
 def test_a_second_run_grades_only_what_is_new_and_regrade_keeps_manual_scores(graded, tmp_path):

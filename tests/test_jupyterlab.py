@@ -15,7 +15,7 @@ import binder_env  # tools/ (pytest's pythonpath)
 import jupyterlab
 import pytest
 import setup_cell
-from _helpers import ROOT, figure_names
+from _helpers import ROOT, answered, figure_names
 
 pytestmark = pytest.mark.slow
 
@@ -207,3 +207,28 @@ def test_lab_command_opens_the_course_offline_settings(binder, monkeypatch, tmp_
     assert schema["checkForUpdates"]["type"] == "boolean"
     with pytest.raises(SystemExit):  # the other jobs still refuse options they do not know
         tasks.main(["book", "--no-browser"])
+
+
+def test_a_labs_last_cell_names_what_grading_refuses_or_holds(chromium, binder, tmp_path):
+    """The student's own check before hand-in (perceptrons.handin, the last cell of every
+    lab), in JupyterLab as a student runs it: Lab 6 with every answer written, but
+    least_squares through scipy and the package's own P.lls; saved, Run All. scikit-learn
+    and scipy are in the student's environment, so every visible check passes here; the
+    last cell names both routes, with their cell, before the notebook is handed in."""
+    route = "from scipy.linalg import lstsq\n\ndef least_squares(X, d):\n    return P.lls(X, d)\n"
+    nb = answered("lab6_lms_filter", {"ex2-code": route})
+    (tmp_path / "lab6_lms_filter.ipynb").write_text(json.dumps(nb))
+    with jupyterlab.JupyterLab(binder.bin, root=tmp_path) as server:
+        page = chromium.new_page(viewport={"width": 1280, "height": 900})
+        try:
+            jupyterlab.open_notebook(page, server, "lab6_lms_filter.ipynb")
+            jupyterlab.run_all(page)
+            jupyterlab.wait_idle(page)
+            cells = page.evaluate(jupyterlab._CELLS)
+        finally:
+            page.close()
+    errors = [o for c in cells for o in c["outputs"] if o["type"] == "error"]
+    assert errors == []  # every visible check passes in the student's own kernel
+    said = "".join(o["text"] or "" for o in cells[-1]["outputs"] if o["type"] == "stream")
+    assert "ex2-code, line 1: imports scipy.linalg" in said, said
+    assert "ex2-code, line 4: calls P.lls, which this lab closes" in said, said

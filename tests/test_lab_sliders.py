@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 from _helpers import ROOT
 from labtools import notebook
@@ -23,7 +25,16 @@ from perceptrons import widgets
 
 LABS = ROOT / "labs" / "source"
 
-# lab, slider cell, test cell, the names the answer sets, whether a status claims a pass
+
+def with_real_momentum(status: str) -> bool:
+    """Lab 4 ex 3 (review B, L1): f below 1e-4 within 250 steps, with α >= 0.5, as the text
+    asks (the status shows α, and leaves it out when it is 0)."""
+    alpha = re.search(r"α = ([-+0-9.e]+)", status)
+    return "f < 0.0001 from step" in status and alpha is not None and float(alpha[1]) >= 0.5
+
+
+# lab, slider cell, test cell, the names the answer sets, whether a status claims a pass,
+# the text cell that quotes how many positions pass ("15 of the 4100 positions"), if any
 SLIDERS = [
     (
         "lab1_perceptron",
@@ -31,13 +42,15 @@ SLIDERS = [
         "ex5-tests",
         ["eta_choice"],
         lambda status: "updates" in status and int(status.split(": ")[1].split()[0]) <= 20,
+        None,
     ),
     (
         "lab4_learning_rate",
         "ex3-slider",
         "ex3-tests",
         ["eta_choice", "alpha_choice"],
-        lambda status: "f < 0.0001 from step" in status,
+        with_real_momentum,
+        "ex3-text",
     ),
     (
         "lab5_logistic",
@@ -45,6 +58,7 @@ SLIDERS = [
         "ex4-tests",
         ["eta_choice"],
         lambda status: "converged in" in status,
+        None,
     ),
 ]
 
@@ -92,17 +106,17 @@ def panel(lab: str, slider_id: str, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "lab, slider_id, test_id, names, claims", SLIDERS, ids=[s[0] for s in SLIDERS]
+    "lab, slider_id, test_id, names, claims, quoted", SLIDERS, ids=[s[0] for s in SLIDERS]
 )
 def test_the_value_a_slider_shows_passes_when_its_status_says_so(
-    monkeypatch, lab, slider_id, test_id, names, claims
+    monkeypatch, lab, slider_id, test_id, names, claims, quoted
 ):
     nb, ns, update, sliders = panel(lab, slider_id, monkeypatch)
     test = next(notebook.text(c) for c in nb["cells"] if notebook.grade_id(c) == test_id)
     test = "".join(line for line in test.splitlines(True) if "### " not in line)
     options = [[v for _, v in widgets.frame_slider(w).options] for w in sliders.values()]
     code = compile(test, f"<{lab} {test_id}>", "exec")
-    claimed, disagree = [], []
+    claimed, disagree, passing = [], [], []
     for values in itertools.product(*options):
         status = update(**dict(zip(sliders, values, strict=True)))
         scratch = dict(ns)
@@ -112,6 +126,7 @@ def test_the_value_a_slider_shows_passes_when_its_status_says_so(
             passed = True
         except AssertionError:
             passed = False
+        passing += [values] if passed else []
         says = claims(status)
         if lab == "lab1_perceptron":  # the smallest η that needs at most 20 updates
             says = says and not claimed
@@ -121,3 +136,15 @@ def test_the_value_a_slider_shows_passes_when_its_status_says_so(
     plt.close("all")
     assert claimed, f"{lab}: no slider position passes"
     assert not disagree, disagree[:5]
+    if quoted:
+        text = next(notebook.text(c) for c in nb["cells"] if notebook.grade_id(c) == quoted)
+        positions = np.prod([len(o) for o in options])
+        assert f"{len(passing)} of the {positions} positions" in " ".join(text.split())
+        answer = next(
+            notebook.text(c)
+            for c in nb["cells"]
+            if notebook.grade_id(c) == test_id.replace("tests", "code")
+        )
+        model = {}
+        exec("".join(line for line in answer.splitlines(True) if "### " not in line), model)
+        assert tuple(model[n] for n in names) in passing, "the model answer passes"

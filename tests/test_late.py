@@ -532,6 +532,7 @@ def test_grades_csv_and_grades_wide_csv_carry_the_deduction(course):
     assert list(rows["ada", "lab1"]) == [
         "student", "name", "lab", "automatic", "manual", "waiting", "total", "max_score",
         "submitted", "late_days", "penalty_percent", "deduction", "adjusted_total", "status",
+        "review",
     ]  # fmt: skip
     got = {
         k: [r[c] for c in ("total", "late_days", "deduction", "adjusted_total")]

@@ -46,19 +46,16 @@ from _helpers import (
     ROOT,
     answered,
     course_made,
-    graded_cold,
     need_sandbox,
     sandbox_lock,
-    scores,
 )
 from labtools import grade, layout, notebook, sandbox
 from labtools.wire import Status
 
 LABS = ROOT / "labs"
 LIMITS = sandbox.Limits(cell_seconds=10.0)
-# the module fixture grades 151 notebooks twice (warm, and the cold reference; 227 before
-# numbers inside written lists stopped counting alone): 540 s for 225 in a
-# clean-clone run on 2 cores, near pytest-timeout's 600 s, which counts it in the first test
+# the module fixture grades about 150 notebooks once (it graded them twice, warm and cold,
+# until the cold start became the same code as the warm one: issue 38)
 pytestmark = pytest.mark.timeout(1500)
 
 
@@ -386,9 +383,9 @@ def null_grades(tmp_path_factory):
             tmp, course_made(tmp / "course"), jobs=2, limits=LIMITS, progress=False, feedback=False
         )
         seconds = time.monotonic() - start
-        # the reference path, a fresh sandbox per notebook: the same scores, every one
-        cold = graded_cold(tmp, tmp / "cold", LIMITS)
-    cold_seconds = time.monotonic() - start - seconds
+    # (warm only: the cold start makes each notebook's process with the same code,
+    # test_warm_start.py compares what a notebook sees of either, and the planted class and
+    # the answer families are graded both ways)
     earned, statuses = [], {}
     for row in summary["graded"]:
         checked, labels = planted[(row.student, row.lab)]
@@ -404,17 +401,13 @@ def null_grades(tmp_path_factory):
                         verdict["score"],
                     )
                 )
-    print(
-        f"\n{len(planted)} null notebooks graded in {seconds:.0f} s "
-        f"(the cold start: {cold_seconds:.0f} s)"
-    )
+    print(f"\n{len(planted)} null notebooks graded in {seconds:.0f} s")
     feedback = sorted((tmp / "course" / "feedback").rglob("*.html"))
     return {
         "earned": earned,
         "planted": planted,
         "statuses": statuses,
         "seconds": seconds,
-        "scores": [scores(summary), scores(cold)],
         "feedback": feedback,
         "course": tmp / "course",
     }
@@ -463,13 +456,6 @@ def test_an_exercise_that_reads_another_exercises_answer_is_found():
             cell["source"] += "\nassert pt_step is not None"  # reads ex1's answer itself
     assert dependencies(nb)["ex3"] == {"ex1"}
     assert groups(nb) == [["ex1", "ex2", "ex5"], ["ex3"]]
-
-
-@pytest.mark.slow
-def test_the_warm_and_the_cold_start_give_every_null_notebook_the_same_scores(null_grades):
-    warm, cold = null_grades["scores"]
-    assert set(warm) == set(cold) == set(null_grades["planted"])
-    assert {k: (v, cold[k]) for k, v in warm.items() if cold[k] != v} == {}
 
 
 @pytest.mark.slow  # grades every null answer of every lab in the sandbox: minutes

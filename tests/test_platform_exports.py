@@ -822,7 +822,10 @@ def test_no_feedback_page_reveals_a_test_a_solution_or_the_grader(graded_class, 
             course / "feedback" / intake.moodle_student("Émile Zola, Jr.") / lab / f"{lab}.html"
         ).read_text()
     )
-    assert "AssertionError" in wrong or "WrongAnswer" in wrong  # failed tests say why
+    # failed tests say why: a visible check names its kind of failure, a hidden one says
+    # what it tested without a value
+    assert any(kind in wrong for kind in ("AssertionError", "WrongAnswer", "NotSame"))
+    assert "not what was expected (a hidden test)" in wrong
 
 
 def test_a_failing_hidden_test_keeps_its_message_and_quotes_no_hidden_line():

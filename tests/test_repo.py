@@ -113,7 +113,16 @@ def test_tasks_reads_the_table_of_contents_like_yaml():
 DECISIONS = ROOT / "docs" / "decisions"
 DATE = r"\d{4}-\d{2}-\d{2}"
 # folders that hold no file of ours: environments, builds, caches, downloaded assets
-NOT_OURS = {".git", ".venv", ".venv-lab", ".venv-binder", "_build", "node_modules", "vendor"}
+NOT_OURS = {
+    ".git",
+    ".venv",
+    ".venv-lab",
+    ".venv-binder",
+    ".venv-sandbox",
+    "_build",
+    "node_modules",
+    "vendor",
+}
 NOT_OURS |= {"__pycache__", ".pytest_cache", ".hypothesis", ".ruff_cache", ".ipynb_checkpoints"}
 
 

@@ -3,6 +3,7 @@
 course folder written the way ``grade`` writes one (tests/_helpers.py ``class_folder``), a
 planted ring of copies in a large made-up class, and the page offline in Chromium."""
 
+import json
 import re
 
 import numpy as np
@@ -178,6 +179,13 @@ def course(tmp_path_factory):
         "fay": {"lab2_convergence": {"seconds": 1.0}},
     }
     class_folder(folder, results)
+    # di's answer to exercise 3 is held for review (labtools.review), with a hostile reason
+    path = courses.result_path(folder, "di", LAB)
+    row = read_row(path)
+    row.tests["ex3-hidden"]["held"] = True
+    row.review = [{"cell": "ex3-code", "line": 4, "what": f"uses eval {HOSTILE}", "held": True,
+                   "exercise": "ex3"}]  # fmt: skip
+    path.write_text(json.dumps(row.to_json()))
     # submission times as a run keeps them (labtools.late): bo 2 hours after the due date,
     # ann before it, cy marked late by Canvas; di's time belongs to another notebook
     import datetime as dt
@@ -232,10 +240,22 @@ def test_the_report_lists_failure_messages_with_counts_and_an_example(page):
     assert [td.get_text() for td in row.find_all("td")] == [FAILED, "2", "cy"]
     summary = {
         tr.td.get_text(): [td.get_text() for td in tr.find_all("td")]
-        for tr in section(soup, LAB).find_all("table")[1].find_all("tr")[1:]
+        for tr in soup.find(id=report.anchor("tests", LAB)).find_all("tr")[1:]
     }
     assert summary["ex3-visible"] == ["ex3-visible", "1", "2", "0", "2", "0.50"]
     assert summary["ex1-hidden"] == ["ex1-hidden", "2", "4", "0", "0", "2.00"]
+
+
+def test_the_report_lists_the_answers_held_for_review_and_why(page):
+    _, soup = page
+    held = soup.find(id=report.anchor("held", LAB))
+    assert held.get_text() == "Held for review (1)"
+    (row,) = held.find_next("table").find_all("tr")[1:]
+    cells = [td.get_text() for td in row.find_all("td")]
+    assert cells == ["di", "ex3-hidden", "0 of 2", f"ex3-code, line 4: uses eval {HOSTILE}"]
+    lab2 = soup.find(id=report.anchor("held", "lab2_convergence"))
+    assert lab2.get_text() == "Held for review (0)"
+    assert lab2.find_next("p").get_text() == "No answer held."
 
 
 def test_every_figure_is_an_image_with_alt_text(page):

@@ -13,7 +13,9 @@
   - :mod:`labtools.late`: the course's late policy, the submission times, the deduction;
 - :mod:`labtools.verdicts`: grading one notebook, every verdict outside the student's reach;
 - :mod:`labtools.render`: the notebook as graded, written answers cleaned;
-- :mod:`labtools.sandbox` and :mod:`labtools.agent`: where the student's code runs;
+- :mod:`labtools.sandbox` and :mod:`labtools.inside`: where the student's code runs (the
+  only labtools in the sandbox is ``inside``); :mod:`labtools.closed`: what a lab closes;
+  :mod:`labtools.review`: answers held for the instructor's review;
 - :mod:`labtools.wire`: every message, typed: what may cross from the student's side
   (plain data only), the requests and answers, a worker's task and outcome, a row's status;
 - :mod:`labtools.notebook`: which cells are graded, taken from the lab's source;

@@ -233,6 +233,17 @@ def _report(args) -> None:
     print(f"class report: {write_report(course)}")
 
 
+def _review(args) -> None:
+    from labtools import course as courses
+    from labtools import layout, review
+
+    course = Path(args.course)
+    layout.existing_course(course)
+    with courses.locked(course, "review"):  # not while a run writes the gradebook
+        courses.use_gradebook(course, args.db)
+        review.main(course, args.accept)
+
+
 def _release(args) -> None:
     from labtools import release
 
@@ -258,6 +269,7 @@ def parser() -> argparse.ArgumentParser:
         "feedback": _feedback,
         "formgrader": _formgrader,
         "report": _report,
+        "review": _review,
     }
     for name, text in options.JOBS.items():
         job = jobs.add_parser(name, help=text)

@@ -103,7 +103,9 @@ def collect(course) -> Exported:
                 row = {"student": student, "name": capped(names.get(student, ""), NAME)}
                 row.update(lab=lab, automatic=0.0, manual=0.0, waiting=0.0, total=0.0)
                 row.update(max_score=maxima[lab], status=Status.MISSING.value, digest="")
+                row["review"] = ""
                 result = courses.result_path(course, student, lab)
+                kept = None
                 if result.exists():
                     kept = read_row(result)
                     row["status"], row["digest"] = kept.text, kept.digest
@@ -112,10 +114,13 @@ def collect(course) -> Exported:
                         notebook = gb.find_submission_notebook(lab, lab, student)
                     except MissingEntry:
                         notebook = None
-                    waiting = 0.0
+                    waiting, held = 0.0, 0.0
+                    tests = kept.tests or {}
                     for grade in notebook.grades if notebook else []:
                         if grade.manual_score is not None:
                             row["manual"] += grade.manual_score
+                        elif tests.get(grade.name, {}).get("held"):  # waits for the
+                            held += tests[grade.name]["score"]  # instructor's review
                         elif grade.auto_score is not None:
                             row["automatic"] += grade.auto_score
                         else:
@@ -124,6 +129,14 @@ def collect(course) -> Exported:
                     row["waiting"] = waiting
                     if waiting:
                         row["status"] += f"; {waiting:g} points wait for manual grading"
+                    grades = notebook.grades if notebook else []
+                    if any(tests.get(g.name, {}).get("held") and g.manual_score is None
+                           for g in grades):  # fmt: skip
+                        row["review"] = capped("; ".join(kept.reasons()))
+                        row["status"] += (
+                            f"; {held:g} automatic points held for review (see the column "
+                            "review; `tasks.py review` to give them)"
+                        )
                 row.update(late.adjust(row, policy, times.of(student, lab, row["digest"])))
                 row["status"] = capped(row["status"])  # one cap for every text of a table
                 row["final"] = final(row)
@@ -211,7 +224,7 @@ def pending(course: Path, found: Exported) -> list[str]:
 
 def write_tables(course: Path, found: Exported, suffix: str = "") -> dict[str, Path]:
     """``grades.csv`` and ``grades-wide.csv`` (with ``suffix`` before ``.csv``), whole."""
-    fields = [*FIELDS, *late.COLUMNS]
+    fields = [*FIELDS, *late.COLUMNS, "review"]
     long_csv = course / f"grades{suffix}.csv"
     wide_csv = course / f"grades-wide{suffix}.csv"
     out = io.StringIO(newline="")

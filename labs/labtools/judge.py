@@ -7,8 +7,8 @@ the sandbox (:func:`labtools.verdicts.evaluate`), and rendering the written answ
 test can run long inside numpy or LAPACK on an answer's values, where no signal reaches
 it, and a notebook can be built to make its rendering slow; so none of it runs in the
 worker itself. :func:`judge` runs it in a fresh child process whose address space is
-limited (``RLIMIT_AS``: ``grader_memory``) and which the worker kills
-``grader_seconds`` after ``notebook_seconds``, counted from its start (both limits of
+limited (``RLIMIT_AS``: ``grader_memory``) and which the worker kills ``grader_seconds``
+after ``notebook_seconds`` and ``tests_seconds``, counted from its start (limits of
 :class:`labtools.sandbox.Limits`). The child
 reports each cell as it is graded, so a child that is killed or runs out of memory still
 leaves the verdicts it reached; the cells it did not reach score 0, with the reason.
@@ -64,7 +64,8 @@ PRELOAD = (
     "perceptrons",
     "perceptrons.testing",
     "perceptrons.widgets",
-    "labtools.forbid",
+    "perceptrons.handin",
+    "labtools.closed",
     "labtools.verdicts",
     "labtools.render",
 )
@@ -108,8 +109,9 @@ class _Server:
         return self.process.poll() is None
 
     def child(self, kind: bytes = b"f") -> socket.socket:
-        """A connection to a new child of the server (``kind`` b"g": one that grades, and
-        may start its notebook from the warm parent)."""
+        """A connection to a new child of the server (``kind`` b"g" and a lab's allow list
+        as JSON: one that grades a notebook of that lab, and may start it from the warm
+        parent of that lab)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             with self.lock:
@@ -172,11 +174,14 @@ def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
 
     limits = Limits(**task.limits)
     started = time.monotonic()
-    deadline = started + limits.notebook_seconds + limits.grader_seconds
+    deadline = started + limits.notebook_seconds + limits.tests_seconds + limits.grader_seconds
     plan, unreadable = None, None
     reports: dict = {"cells": {}, "done": None, "stopped": None, "failed": None, "peak": None}
     try:
-        with _new_child(b"g") as (conn, pid):
+        from labtools import closed
+
+        allow = json.dumps(list(closed.lab_allow(task.source))).encode()
+        with _new_child(b"g" + allow) as (conn, pid):
             try:
                 wire.write_frame(conn.fileno(), json.dumps({"grade": asdict(task)}).encode())
                 while True:
@@ -201,8 +206,8 @@ def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
     except TimeoutError:
         reports["stopped"] = (
             "the grader's side of this notebook ran past its time limit "
-            f"(notebook_seconds = {limits.notebook_seconds:g} s "
-            f"+ grader_seconds = {limits.grader_seconds:g} s)"
+            f"(notebook_seconds = {limits.notebook_seconds:g} s + tests_seconds = "
+            f"{limits.tests_seconds:g} s + grader_seconds = {limits.grader_seconds:g} s)"
         )
     except (EOFError, OSError, ValueError, KeyError):
         reports["stopped"] = (
@@ -325,7 +330,7 @@ def _child(conn: socket.socket) -> None:
         send({"done": True})
         return
     task = wire.Task(**job["grade"])
-    from labtools import verdicts
+    from labtools import closed, verdicts
     from labtools.sandbox import Limits
 
     limits = Limits(**task.limits)
@@ -334,14 +339,18 @@ def _child(conn: socket.socket) -> None:
     if submitted is None:
         send({"unreadable": why})
         return
+    allow = closed.lab_allow(task.source)
+    warm = _WARM[0]
+    usable = warm is not None and warm.allow == allow and not task.cold
     try:
         result = verdicts.evaluate(
             task.source,
             submitted,
             limits,
+            package=closed.package_for(allow),
             unsafe=task.unsafe,
             mpl_cache=worker_mpl_cache(task.mpl_cache),
-            zygote=None if task.cold or _WARM[0] is None else _WARM[0].control,
+            zygote=warm.control if usable else None,
             report=send,
         )
     except Exception:  # noqa: BLE001 - the grader's own failure, reported on that row
@@ -358,20 +367,27 @@ WARM_GIVE_UP = 3  # after this many deaths of its warm parent, a server grades c
 _WARM_MISSING: list = [None]  # why this machine cannot start one (checked when it starts)
 
 
-def _warm_parent() -> None:
-    """Start the warm parent (again), unless this machine cannot or it keeps dying."""
-    from labtools import sandbox
+def _warm_parent(allow: tuple[str, ...]) -> None:
+    """Have a warm parent for the lab whose allow list is ``allow`` (one at a time: the
+    queue gives a worker one lab's notebooks after another), unless this machine cannot or
+    it keeps dying. Its copy of the package, and the package's fingerprints that the review
+    of each notebook reads, are made here once, before the children fork."""
+    from labtools import closed, sandbox
 
     warm = _WARM[0]
-    if warm is not None and warm.alive():
+    if warm is not None and warm.alive() and warm.allow == allow:
         return
     if warm is not None:
+        if not warm.alive():
+            _WARM_DEATHS[0] += 1
         warm.close()
         _WARM[0] = None
-        _WARM_DEATHS[0] += 1
+    package = closed.package_for(allow)
+    closed.warm_review(allow)
     if _WARM_DEATHS[0] >= WARM_GIVE_UP or _WARM_MISSING[0] is not None:
         return
-    warm = sandbox.Zygote(worker_mpl_cache(None))
+    warm = sandbox.Zygote(package, worker_mpl_cache(None))
+    warm.allow = allow
     if warm.ready():
         _WARM[0] = warm
     else:  # it died or hangs: this notebook (and the next, if it fails again) goes cold
@@ -382,11 +398,13 @@ def _warm_parent() -> None:
 
 def _warm_up() -> None:
     """Fill, once in the server, the caches every child would otherwise fill again: the
-    package's list of functions ("write it yourself") and the HTML cleaner's parser.
-    Nothing here comes from a student."""
-    from labtools import forbid, render
+    package's functions (what a lab closes) and the HTML cleaner's parser. Nothing here
+    comes from a student."""
+    from labtools import closed, render
+    from perceptrons import handin
 
-    forbid.package_functions()
+    handin.package_functions()
+    closed.functions()
     render.written_html("*warm* `up`: [a link](https://example.org)")
 
 
@@ -426,15 +444,18 @@ def serve() -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
     while True:
         try:
-            message, fds, _, _ = socket.recv_fds(control, 1, 1)
+            message, fds, _, _ = socket.recv_fds(control, 1 << 16, 1)
         except OSError:
             os._exit(0)
         if not message:  # the worker has gone
             os._exit(0)
         if not fds:
             continue
-        if message == b"g":
-            _warm_parent()
+        if message.startswith(b"g"):
+            try:
+                _warm_parent(tuple(json.loads(message[1:] or b"[]")))
+            except Exception:  # noqa: BLE001 - the child grades cold, or says why it cannot
+                traceback.print_exc()
         elif PRELOAD_PAGES[0] not in sys.modules:
             for name in PRELOAD_PAGES:
                 importlib.import_module(name)

@@ -14,7 +14,9 @@ The roles of the cells in :func:`plan`:
 - ``answer``: the student's code for a solution cell, run in the sandbox only;
 - ``written``: the student's text for an answer graded by hand;
 - ``extra``: a code cell the student added, run in the sandbox after the cell it followed;
-- ``text``: the source's markdown.
+- ``text``: the source's markdown;
+- ``skipped``: the lab's last cell, the student's own check before hand-in
+  (:func:`perceptrons.handin.check`, tagged ``handin-check``): shown, not run.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.S)
+HANDIN_CHECK = "handin-check"  # the tag of a lab's last cell (perceptrons.handin.check)
 
 
 def visible(cell: dict) -> str:
@@ -211,19 +214,13 @@ def shown_only(cells: list[Cell], declared: set[str]) -> set[int]:
     return skipped
 
 
-def declared(source_nb: dict) -> dict[str, list[str]]:
+def declared(source_nb: dict) -> set[str]:
     """The names that may cross from the student's side: those the instructor's solution
-    cells define, each with the package functions it must not use ("write it yourself",
-    from the cell's ``grading`` metadata, qualified: :func:`labtools.forbid.names_for`)."""
-    from labtools import forbid
-
-    names = {}
+    cells define."""
+    names = set()
     for cell in source_nb["cells"]:
         if cell["cell_type"] == "code" and is_answer(cell):
-            grading = cell.get("metadata", {}).get("grading", {})
-            closed = forbid.names_for(grading) if grading else []
-            for name in assigned_names(text(cell)):
-                names[name] = closed
+            names.update(assigned_names(text(cell)))
     return names
 
 
@@ -258,6 +255,7 @@ def plan(source_nb: dict, student_nb: dict) -> tuple[list[Cell], list[str]]:
     source_cells = source_nb["cells"]
     known = {grade_id(c): c for c in source_cells if grade_id(c)}
     notes: list[str] = []
+    unknown: list[str] = []  # grade ids the lab does not have (the student's text)
     answers: dict[str, dict] = {}  # the first submitted cell of each known id
     extras: dict[str | None, list[dict]] = {}  # added cells, by the known cell before them
     anchor = None
@@ -266,7 +264,7 @@ def plan(source_nb: dict, student_nb: dict) -> tuple[list[Cell], list[str]]:
             continue
         gid = grade_id(cell)
         if gid is not None and gid not in known:
-            notes.append(f"a cell claims the unknown id {gid!r}: treated as the student's own")
+            unknown.append(gid)
             gid = None
         if gid is None:
             if cell["cell_type"] == "code":
@@ -287,6 +285,10 @@ def plan(source_nb: dict, student_nb: dict) -> tuple[list[Cell], list[str]]:
             visible(original).strip(),
         ):
             notes.append(f"locked cell {gid} was edited: the original was used")
+    if unknown:  # one note, however many (a row's status cuts it, the log keeps it whole)
+        ids = ", ".join(map(repr, unknown))
+        claim = "cells claim the unknown ids" if unknown[1:] else "a cell claims the unknown id"
+        notes.append(f"{claim} {ids}: treated as the student's own")
     if not answers:
         notes.append(
             "the notebook lost its nbgrader metadata: its code ran as the student's own "
@@ -316,6 +318,8 @@ def plan(source_nb: dict, student_nb: dict) -> tuple[list[Cell], list[str]]:
         elif is_test(original):
             full = text(original)
             cells.append(Cell("test", full, visible(original), gid, points, meta))
+        elif HANDIN_CHECK in meta.get("tags", []):  # the student's own check: not graded
+            cells.append(Cell("skipped", text(original), None, gid, 0.0, meta))
         else:
             cells.append(Cell("locked", text(original), text(original), gid, 0.0, meta))
         cells += [_extra(c) for c in extras.get(gid, [])]

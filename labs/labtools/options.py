@@ -21,6 +21,7 @@ JOBS = {
     "feedback": "regenerate feedback (after manual grading)",
     "formgrader": "grade answers by hand in nbgrader's formgrader",
     "report": "write report.html: scores, failure messages, time and similar answers per lab",
+    "review": "list the answers held for review (with why), or give their points (--accept)",
 }
 
 
@@ -39,7 +40,7 @@ def course_args(course) -> list[str]:
 
 
 #: the jobs that read or write the gradebook, so take ``--db``
-DB_JOBS = ("grade", "export", "feedback", "formgrader", "report")
+DB_JOBS = ("grade", "export", "feedback", "formgrader", "report", "review")
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
@@ -167,8 +168,16 @@ def add_options(job: str, parser: argparse.ArgumentParser) -> None:
     """Declare the options of ``job`` (one of :data:`JOBS`) on ``parser``."""
     if job == "grade":
         add_grade_options(parser)
-    elif job in ("export", "feedback", "formgrader", "report"):
+    elif job in ("export", "feedback", "formgrader", "report", "review"):
         add_course_option(parser)
+        if job == "review":
+            parser.add_argument(
+                "--accept",
+                nargs="+",
+                default=[],
+                metavar="STUDENT/LAB",
+                help="give these notebooks' held tests the points they earned",
+            )
         if job == "export":
             add_export_options(parser)
         if job == "feedback":

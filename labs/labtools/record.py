@@ -18,6 +18,17 @@ from labtools.layout import Submission, write_whole
 from labtools.wire import Outcome, Row, Status, capped
 
 
+def held_exercises(review: list) -> set[str | None]:
+    """The exercises whose automatic points a review holds (None: all of them)."""
+    return {finding["exercise"] for finding in review if finding["held"]}
+
+
+def is_held(grade_id: str, held: set) -> bool:
+    from perceptrons.handin import exercise_of
+
+    return None in held or exercise_of(grade_id) in held
+
+
 def release_texts(course: Path, lab: str) -> dict[str, str]:
     """Each graded cell's text in the student version (a stub left as it was is no answer)."""
     from labtools.notebook import grade_id, text
@@ -118,6 +129,7 @@ class Recorder:
             (notebook,) = [nb for nb in submission.notebooks if nb.name == lab]
             grades = {g.name: g for g in notebook.grades}
             comments = {c.name: c for c in notebook.comments}
+            held = held_exercises(result.get("review", []))
             for entry in result["cells"]:
                 gid = entry["grade_id"]
                 grade = grades.get(gid) if gid else None
@@ -126,7 +138,10 @@ class Recorder:
                     if not same_answer(previous, digest, key, now):
                         dropped.append(f"{gid} ({grade.manual_score:g} points)")
                         grade.manual_score = None
-                if entry["role"] == "test":
+                if entry["role"] == "test" and is_held(gid, held):  # for the instructor to
+                    grades[gid].auto_score = 0.0  # give, in formgrader or `review --accept`
+                    grades[gid].needs_manual_grade = grades[gid].manual_score is None
+                elif entry["role"] == "test":
                     grades[gid].auto_score = entry["score"]
                     grades[gid].needs_manual_grade = grades[gid].manual_score is not None
                 elif entry["role"] == "written":
@@ -135,6 +150,15 @@ class Recorder:
                 if entry["role"] in ("answer", "written"):
                     empty = entry["source"].strip() in ("", stubs.get(gid, "").strip())
                     comments[gid].auto_comment = "No response." if empty else None
+                    why = [
+                        f
+                        for f in result.get("review", [])
+                        if f["held"] and (f["cell"] == gid or f["exercise"] is None)
+                    ]
+                    if entry["role"] == "answer" and why and is_held(gid, held):
+                        comments[gid].auto_comment = "Held for the instructor's review: " + (
+                            "; ".join(f"{f['cell']}, line {f['line']}: {f['what']}" for f in why)
+                        )
             gb.db.commit()
         return dropped
 
@@ -173,11 +197,16 @@ class Recorder:
                 notes.insert(0, f"{STALE}: {', '.join(dropped)}; grade them again in formgrader")
             row = Row(sub.student, sub.lab, digest, Status.GRADED)
             row.detail = shown_notes(notes)
+            held = held_exercises(result.get("review", []))
             row.tests = {
                 e["grade_id"]: {"score": e["score"], "points": e["points"], "message": e["message"]}
                 for e in result["cells"]
                 if e["role"] == "test"
             }
+            for gid, verdict in row.tests.items():
+                if is_held(gid, held):
+                    verdict["held"] = True
+            row.review = result.get("review") or None
             row.seconds = result["seconds"]
             row.answers = answer_digests(result)
             messages = [

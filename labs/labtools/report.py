@@ -4,7 +4,8 @@ One self-contained page, read from the course folder alone (no gradebook, no net
 for each lab, how many students were graded, missing, not graded and late, the time per
 notebook, the distribution of the total automatic score, and for each test cell (by its
 nbgrader grade id) the distribution of its score and the commonest failure messages, each
-with its count and one student who got it; then the pairs of students whose answers are
+with its count and one student who got it; the notebooks whose answers are held for the
+instructor's review (:mod:`labtools.review`) and why; then the pairs of students whose answers are
 unusually alike (:mod:`labtools.similarity`), with the two answers side by side.
 
 Its figures are PNG images inside the page (matplotlib, Agg), each with alt text that says
@@ -248,6 +249,7 @@ def lab_section(
     out.append("</table>")
     if missing:
         out.append(f'<p class="note">Missing: {esc(", ".join(map(who, missing)))}</p>')
+    out.append(held_section(lab, graded, who))
     total_points = sum(lab.tests.values())
     totals: Counter = Counter()
     for row in graded.values():
@@ -256,7 +258,8 @@ def lab_section(
     alt = distribution_text(f"{lab.name}: automatic score per student", totals, total_points)
     out.append(f"<figure>{bar_figure(totals, 'automatic score', alt)}")
     out.append(f"<figcaption>{esc(alt)}</figcaption></figure>")
-    out.append("<h3>Test cells</h3><table><tr><th>grade id</th><th>points</th><th>full</th>")
+    out.append(f'<h3>Test cells</h3><table id="{anchor("tests", lab.name)}">')
+    out.append("<tr><th>grade id</th><th>points</th><th>full</th>")
     out.append("<th>partial</th><th>zero</th><th>mean</th></tr>")
     details = []
     for gid, points in lab.tests.items():
@@ -300,6 +303,32 @@ def lab_section(
     out.append("</table>")
     out += details
     out.append("</section>")
+    return "\n".join(out)
+
+
+def held_section(lab: Lab, graded: dict[str, Row], who) -> str:
+    """The notebooks of ``lab`` whose answers wait for the instructor's review
+    (:mod:`labtools.review`): what their held tests earned, and why they are held."""
+    held = {s: r for s, r in sorted(graded.items()) if r.held}
+    title = f'<h3 id="{anchor("held", lab.name)}">Held for review ({len(held)})</h3>'
+    if not held:
+        return title + '<p class="note">No answer held.</p>'
+    out = [
+        title,
+        '<p class="note">Their tests ran; their points wait for you (formgrader, or '
+        "<code>python3 tasks.py review --accept STUDENT/LAB</code>). The scores below "
+        "count what the held tests earned.</p>",
+        "<table><tr><th>student</th><th>held tests</th><th>earned</th><th>why</th></tr>",
+    ]
+    for student, row in held.items():
+        earned = sum(_score(row.tests[g].get("score")) or 0 for g in row.held)
+        points = sum(_score(row.tests[g].get("points")) or 0 for g in row.held)
+        out.append(
+            f"<tr><td>{esc(who(student))}</td><td>{esc(', '.join(row.held))}</td>"
+            f"<td>{earned:g} of {points:g}</td>"
+            f"<td><pre>{esc(chr(10).join(row.reasons())[:MAX_MESSAGE])}</pre></td></tr>"
+        )
+    out.append("</table>")
     return "\n".join(out)
 
 

@@ -1,7 +1,7 @@
-"""A sandbox for one student's notebook: bubblewrap, its own user id and namespaces, limits.
+"""A sandbox for one student's notebook: bubblewrap, its own user id and namespaces, limits,
+and a Python environment that holds only what a lab may use.
 
-:class:`Sandbox` starts ``python -m labtools.agent`` (see :mod:`labtools.agent`) and talks
-to it through two pipes. What the sandbox gives the student's code:
+What the sandbox gives the student's code:
 
 - its own pid namespace (it sees and can signal only its own processes; when the agent,
   pid 1 there, ends, the kernel ends everything it started), no network, its own IPC and
@@ -10,23 +10,27 @@ to it through two pipes. What the sandbox gives the student's code:
   (:func:`sandbox_uid`, above 1 000 000, so each sandbox running at the same time has its
   own and the process limit counts that sandbox alone), with no capabilities; as an
   ordinary user, uid 65534 inside an unprivileged user namespace, which the kernel maps to
-  the grader's own uid outside (nothing else is possible without privileges), with no
-  further user namespaces;
-- a file system built from nothing: the system's ``/usr`` and ``/etc``, the Python
-  environment and the package ``perceptrons``, read-only; a private ``/tmp`` of a fixed
-  size. The lab sources, the submissions, the course folder and every other file are not
-  there;
-- limits (:class:`Limits`): address space per process, processes, CPU seconds, file size,
-  open files, output, wall-clock time per request and for the whole notebook;
+  the grader's own uid outside, with no capabilities and no further user namespaces;
+- a file system built from nothing: the system's ``/usr`` and ``/etc`` and the Python
+  installation with every ``site-packages`` and ``dist-packages`` folder emptied, the
+  sandbox's own environment ``.venv-sandbox`` (numpy, matplotlib, IPython, ipywidgets: made
+  by ``tasks.py`` from ``requirements-sandbox.txt``), the lab's copy of the package
+  (:mod:`labtools.closed`: the functions the lab closes are not in it) and the agent
+  (:mod:`labtools.inside`), read-only; a private ``/tmp`` of a fixed size. No scipy, no
+  scikit-learn, nothing of the grader (nbgrader, the rest of labtools), none of the lab
+  sources, submissions or course folder;
+- limits (:class:`Limits`): address space per process, memory of the whole notebook (a
+  memory cgroup, :class:`MemoryGroup`), processes, CPU seconds, file size, open files,
+  output, wall-clock time per request and for the whole notebook;
 - a fresh, empty session keyring (the grader's keys stay out of reach) and a seccomp
-  filter (:func:`seccomp_filter`) that refuses the system calls Docker's default profile
-  refuses: the kernel keyring, ptrace and other processes' memory, new namespaces, mounts,
-  kernel modules, BPF, perf events, io_uring, clocks and the like.
+  filter (:mod:`labtools.inside.seccomp`) that refuses the system calls Docker's default
+  profile refuses: the kernel keyring, ptrace and other processes' memory, new namespaces,
+  mounts, kernel modules, BPF, perf events, io_uring, clocks and the like.
 
-Two ways to start it, with the same isolation and limits: *cold*, a fresh bubblewrap
-sandbox per notebook (:func:`command`); *warm*, a fresh child of a parent that has
-imported the libraries once (:class:`Zygote`, :mod:`labtools.zygote`), where the grader
-runs as root.
+Every notebook's process is made the same way: a fresh child of a parent that has imported
+the libraries once (:class:`Zygote`, :mod:`labtools.inside.zygote`). The warm start keeps
+that parent for a worker's notebooks of one lab; the cold start (``--cold``) starts one for
+each notebook. Nothing a notebook can observe tells the two apart.
 
 What comes back is read by :func:`labtools.wire.read_frame` and parsed by
 :func:`labtools.wire.decode_answer` alone, within the limits of the grader's side.
@@ -45,18 +49,23 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
+import tempfile
 import threading
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from labtools import seccomp, wire
+from labtools import wire
+from labtools.inside import seccomp
 
 NOBODY = 65534
 FIRST_UID = 1_000_000
 LABTOOLS = Path(__file__).resolve().parent
+INSIDE = LABTOOLS / "inside"  # the agent and the warm parent: the sandbox's only labtools
+ROOT = LABTOOLS.parent.parent
+SANDBOX_VENV = ROOT / ".venv-sandbox"  # made by tasks.py from requirements-sandbox.txt
+LIB = Path("/opt/grading/lib")  # where the package and the agent are, in the sandbox
 
 
 @dataclass(frozen=True)
@@ -72,13 +81,15 @@ class Limits:
     cell_seconds: float = 60.0  # wall clock for one cell or one call of a student function
     cpu_seconds: int = 900  # CPU time of each process
     memory: int = 2 * 2**30  # address space of each process
+    notebook_memory: int = 2 * 2**30  # memory of all its processes and its /tmp together
     tmp: int = 256 * 2**20  # the private /tmp (a tmpfs, so it is memory too)
     processes: int = 32  # processes and threads the student's code may add
     file_size: int = 64 * 2**20  # largest file it may write
     output: int = 16 * 2**20  # bytes written straight to stdout/stderr before it is stopped
     open_files: int = 256
     # the grader's side
-    notebook_seconds: float = 600.0  # wall clock for the whole notebook, tests included
+    notebook_seconds: float = 600.0  # wall clock for the notebook's cells, visible tests included
+    tests_seconds: float = 120.0  # wall clock for its hidden tests, after its last cell
     message: int = 16 * 2**20  # bytes of one answer from the sandbox
     items: int = wire.MAX_ITEMS  # items (list items, dict entries, numbers) in one answer
     depth: int = wire.MAX_DEPTH  # nesting of one answer
@@ -89,7 +100,7 @@ class Limits:
     cell_source: int = 100_000  # characters of a student's cell kept in the graded notebook
     notebook_source: int = 500_000  # characters of the student's cells kept in all
     grader_memory: int = 4 * 2**30  # address space of the grader's side of one notebook
-    grader_seconds: float = 15.0  # its time past notebook_seconds (start-up, tests, render)
+    grader_seconds: float = 15.0  # its time past those two (start-up, render)
     feedback_seconds: float = 60.0  # to write one notebook's feedback page
 
     def __post_init__(self):
@@ -115,10 +126,20 @@ class SandboxError(Exception):
     """The sandbox stopped, timed out, or broke the protocol; the message says which."""
 
 
+def sandbox_python() -> Path:
+    """The interpreter of the sandbox's own environment (``.venv-sandbox``)."""
+    return Path(os.environ.get("LABTOOLS_SANDBOX_VENV", SANDBOX_VENV)) / "bin" / "python"
+
+
 def available() -> str | None:
     """None when bubblewrap can start a sandbox here; otherwise what is missing."""
     if shutil.which("bwrap") is None:
         return "bubblewrap (`bwrap`, Debian package bubblewrap) is not installed"
+    if not sandbox_python().exists():
+        return (
+            f"the sandbox's Python environment ({sandbox_python().parent.parent.name}/) is "
+            "missing: `python3 tasks.py grade ...` makes it (requirements-sandbox.txt)"
+        )
     try:
         seccomp.program()
     except seccomp.Unsupported as err:
@@ -130,66 +151,86 @@ def available() -> str | None:
     return None
 
 
+def warm_available() -> str | None:
+    """None when a warm parent can start notebooks here; otherwise why each notebook gets a
+    sandbox of its own (:meth:`Sandbox._start_single`)."""
+    if os.geteuid() != 0:
+        return (
+            "the warm start needs the grader to run as root (an ordinary user's sandbox "
+            "cannot mount a fresh /proc for each notebook)"
+        )
+    return available()
+
+
 def sandbox_uid() -> int:
     """The user id the student's code runs as, seen from outside the sandbox: as root, one
     per grading process (a process runs one sandbox at a time); else the grader's own."""
     return FIRST_UID + os.getpid() if os.geteuid() == 0 else os.getuid()
 
 
-def _bwrap_prefix(warm: bool = False) -> list[str]:
+def _bwrap_prefix(single: bool = False) -> list[str]:
+    """bubblewrap's namespaces. For a warm parent (as root): it runs as root of the sandbox,
+    with the rights to make each notebook's namespaces and mounts and to leave root for the
+    notebook's user id; each notebook drops them all. ``single``: one notebook's sandbox as
+    an ordinary user: a user namespace in which it is nobody, without capabilities."""
     argv = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
     argv += ["--unshare-cgroup-try", "--die-with-parent", "--new-session", "--as-pid-1"]
-    if os.geteuid() == 0:  # a real switch to nobody, done inside by setpriv (or the zygote)
-        argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-        if warm:  # the zygote makes each notebook's namespaces and mounts
-            argv += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_KILL"]
-    else:  # unprivileged: a user namespace in which we are nobody
+    if os.geteuid() != 0:  # unprivileged: a user namespace in which we are nobody
         argv += ["--unshare-user", "--disable-userns", "--uid", str(NOBODY), "--gid", str(NOBODY)]
+    argv += ["--cap-drop", "ALL"]
+    if not single:
+        for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SYS_ADMIN", "CAP_KILL"):
+            argv += ["--cap-add", cap]
     return argv
 
 
+def single_command(limits: Limits, package: Path, mpl_cache: Path | None = None) -> list[str]:
+    """The bubblewrap command line of one notebook's own sandbox, where a warm parent cannot
+    run (an ordinary user): bubblewrap makes its namespaces, /proc and /tmp and installs the
+    seccomp filter (file descriptor 6); the same module then imports the same libraries and
+    runs the agent (:func:`labtools.inside.zygote.single`)."""
+    argv = _layout(_bwrap_prefix(single=True), limits.tmp, mpl_cache, package)
+    argv += ["--setenv", "LABTOOLS_SINGLE", "1", "--info-fd", "5", "--seccomp", "6"]
+    return argv + [str(sandbox_python()), "-m", "labtools.inside.zygote"]
+
+
+def _base() -> Path:
+    """The Python installation the sandbox's environment was made from (its ``home``)."""
+    venv = sandbox_python().parent.parent
+    for line in (venv / "pyvenv.cfg").read_text().splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "home":
+            return Path(os.path.realpath(value.strip())).parent
+    raise FileNotFoundError(f"{venv / 'pyvenv.cfg'} names no home")
+
+
 def _python_paths() -> list[Path]:
-    """Folders the sandbox's Python needs: its installation, the virtual environment and
-    the folders that .pth files add (the editable install of perceptrons)."""
-    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix)}
-    paths.add(Path(os.path.realpath(sys.executable)).parent.parent)
-    for site in {Path(p) for p in sys.path if p.endswith("site-packages")}:
-        for pth in site.glob("*.pth"):
-            for line in pth.read_text(errors="replace").splitlines():
-                if line and not line.startswith(("#", "import")) and Path(line).is_dir():
-                    paths.add(Path(line).resolve())
+    """Folders the sandbox's Python needs: its installation and its environment."""
     system = (Path("/usr"), Path("/etc"))
+    paths = {_base(), sandbox_python().parent.parent}
     return sorted(p for p in paths if p.exists() and not any(p.is_relative_to(s) for s in system))
 
 
-def command(limits: Limits, mpl_cache: Path | None = None) -> list[str]:
-    """The bubblewrap command line that starts the agent."""
-    argv = _layout(_bwrap_prefix(), limits.tmp, mpl_cache)
-    argv += ["--info-fd", "5", "--seccomp", "6"]
-    if os.geteuid() == 0:
-        uid = sandbox_uid()
-        argv += ["/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
-        argv += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
-    return argv + [sys.executable, "-m", "labtools.agent"]
+def _emptied() -> list[Path]:
+    """Folders of installed packages outside the sandbox's environment (the Python
+    installation's own, the system's): bound empty, so nothing in them is there."""
+    base = _base()
+    found = []
+    for top in (base / "lib", Path("/usr/lib"), Path("/usr/local/lib")):
+        for folder in (*top.glob("python3*/site-packages"), *top.glob("python3*/dist-packages")):
+            if folder.is_dir():
+                found.append(folder)
+    return sorted(set(found))
 
 
-def zygote_command(mpl_cache: Path | None = None) -> list[str]:
-    """The bubblewrap command line that starts the warm parent (:mod:`labtools.zygote`):
-    the cold sandbox's file system and environment; it runs as root of the sandbox, with
-    the rights to make each notebook's namespaces and to leave root for its user id, and
-    each notebook's agent takes the seccomp filter itself."""
-    argv = _layout(_bwrap_prefix(warm=True), 16 * 2**20, mpl_cache)
-    return argv + [sys.executable, "-m", "labtools.zygote"]
+def zygote_command(package: Path, mpl_cache: Path | None = None) -> list[str]:
+    """The bubblewrap command line that starts a warm parent (:mod:`labtools.inside.zygote`)
+    for the lab whose copy of the package is ``package`` (a folder named perceptrons)."""
+    argv = _layout(_bwrap_prefix(), 16 * 2**20, mpl_cache, package)
+    return argv + [str(sandbox_python()), "-m", "labtools.inside.zygote"]
 
 
-def warm_available() -> str | None:
-    """None when the warm start can be used here; otherwise why the cold one is used."""
-    if os.geteuid() != 0:
-        return "the warm start needs the grader to run as root"
-    return available()
-
-
-def _layout(argv: list[str], tmp: int, mpl_cache: Path | None) -> list[str]:
+def _layout(argv: list[str], tmp: int, mpl_cache: Path | None, package: Path) -> list[str]:
     """``argv`` (bubblewrap's namespaces) with the sandbox's file system and environment."""
     argv = argv + ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
@@ -200,7 +241,8 @@ def _layout(argv: list[str], tmp: int, mpl_cache: Path | None) -> list[str]:
     # the private /tmp first: a checkout or environment under /tmp is bound on top of it
     argv += ["--perms", "01777", "--size", str(tmp), "--tmpfs", "/tmp"]
     binds = [(p, p) for p in _python_paths()]
-    binds.append((LABTOOLS, Path("/opt/labtools/labtools")))
+    binds.append((package, LIB / "perceptrons"))
+    binds.append((INSIDE, LIB / "labtools" / "inside"))
     if mpl_cache is not None and mpl_cache.is_dir():
         binds.append((mpl_cache, Path("/opt/mplcache")))
     made = set()
@@ -211,14 +253,17 @@ def _layout(argv: list[str], tmp: int, mpl_cache: Path | None) -> list[str]:
                 argv += ["--perms", "0755", "--dir", str(parent)]
     for source, dest in binds:
         argv += ["--ro-bind", str(source), str(dest)]
+    for folder in _emptied():
+        argv += ["--perms", "0555", "--size", "4096", "--tmpfs", str(folder)]
     argv += ["--proc", "/proc", "--dev", "/dev"]
     argv += ["--chdir", "/tmp"]
     env = {
         "HOME": "/tmp",
-        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-        "PYTHONPATH": "/opt/labtools",
+        "PATH": f"{sandbox_python().parent}:/usr/bin:/bin",
+        "PYTHONPATH": str(LIB),
         "PYTHONHASHSEED": "0",
         "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
         "MPLBACKEND": "Agg",
         "MPLCONFIGDIR": "/tmp/matplotlib",
         "LABTOOLS_MPLCACHE": "/opt/mplcache",
@@ -235,11 +280,17 @@ def _layout(argv: list[str], tmp: int, mpl_cache: Path | None) -> list[str]:
     return argv
 
 
-def unsafe_command() -> tuple[list[str], dict]:
-    """The agent without a sandbox (``--unsafe``): same protocol and limits, no isolation."""
-    env = dict(os.environ, PYTHONPATH=str(LABTOOLS.parent), MPLBACKEND="Agg")
-    env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
-    return [sys.executable, "-m", "labtools.agent"], env
+def unsafe_command(package: Path) -> tuple[list[str], dict]:
+    """A warm parent without a sandbox (``--unsafe``): the same start and protocol, the
+    same Python environment and copy of the package, no isolation."""
+    lib = Path(tempfile.mkdtemp(prefix="labtools-unsafe-"))
+    (lib / "labtools").mkdir()
+    (lib / "perceptrons").symlink_to(package)
+    (lib / "labtools" / "inside").symlink_to(INSIDE)
+    env = {"PYTHONPATH": str(lib), "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0"}
+    env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", PATH=os.environ.get("PATH", ""))
+    env.update(HOME=os.environ.get("HOME", "/tmp"), LABTOOLS_UNSAFE="1")
+    return [str(sandbox_python()), "-m", "labtools.inside.zygote"], env
 
 
 def _processes_of(uid: int) -> int:
@@ -266,8 +317,9 @@ def _filter_fd() -> int:
 
 
 def _child_setup(limits: Limits, fds: tuple[int, ...]):
-    """Runs in the new process before bubblewrap starts: a fresh, empty session keyring,
-    limits, and the pipes (and the seccomp filter) at 3, 4, 5 (and 6)."""
+    """Runs in the new process before bubblewrap starts (a notebook's own sandbox): a fresh,
+    empty session keyring, the notebook's limits, and the pipes and the seccomp filter at 3,
+    4, 5 and 6."""
     processes = _processes_of(sandbox_uid()) + limits.processes
     libc = ctypes.CDLL(None, use_errno=True)
     keyctl = SYS_KEYCTL.get(os.uname().machine)
@@ -298,28 +350,35 @@ def _child_setup(limits: Limits, fds: tuple[int, ...]):
 
 
 class Zygote:
-    """The warm parent of one grading worker (:mod:`labtools.zygote`), running in its
-    bubblewrap sandbox; :class:`Sandbox` asks it for a fresh child per notebook through
-    :attr:`control`. It ends when this process does (or when :meth:`close` is called)."""
+    """A warm parent (:mod:`labtools.inside.zygote`) for the notebooks of one lab, in its
+    bubblewrap sandbox with the lab's copy of the package (``package``); :class:`Sandbox`
+    asks it for a fresh child per notebook through :attr:`control`. It ends when this
+    process does (or when :meth:`close` is called)."""
 
-    def __init__(self, mpl_cache: Path | None = None):
+    def __init__(self, package: Path, mpl_cache: Path | None = None, *, unsafe: bool = False):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         keyctl = SYS_KEYCTL.get(os.uname().machine)
         libc = ctypes.CDLL(None, use_errno=True)
         control = theirs.fileno()
+        self.package = package
 
         def setup():  # a fresh session keyring; the control socket at 3
             import fcntl
             import resource
 
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # bubblewrap waits for its child
-            if keyctl is not None:
+            if keyctl is not None and not unsafe:
                 libc.syscall(keyctl, KEYCTL_JOIN_SESSION_KEYRING, None)
             os.dup2(fcntl.fcntl(control, fcntl.F_DUPFD, 64), 3)
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
+        if unsafe:
+            argv, env = unsafe_command(package)
+        else:
+            argv, env = zygote_command(package, mpl_cache), None
         self.process = subprocess.Popen(
-            zygote_command(mpl_cache),
+            argv,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             pass_fds=(3,),
@@ -358,23 +417,217 @@ def end_server(process: subprocess.Popen, control: socket.socket) -> None:
         process.wait()
 
 
-class Sandbox:
-    """One running agent. ``with Sandbox(limits) as box: box.request({...})``.
+class MemoryGroup:
+    """A memory cgroup that holds every process of one notebook: the kernel counts their
+    memory together (and the pages of its /tmp, which they write), and a notebook over
+    ``limit`` bytes loses a process to the kernel's out-of-memory killer, inside the group.
 
-    With ``zygote`` (the control socket of a :class:`Zygote`), the agent is a fresh child
-    of that warm parent (the warm start); without it, a fresh bubblewrap sandbox (the
-    cold start). If the warm parent does not answer, the cold start is used and
-    :attr:`note` says so."""
+    cgroup v2 where the machine gives one a writable memory controller, else v1's memory
+    hierarchy; :meth:`make` returns None where neither is writable (an ordinary user
+    without a delegated cgroup): the grader then says so once, and each process keeps its
+    own ``memory`` limit only."""
+
+    def __init__(self, path: Path, version: int):
+        self.path, self.version = path, version
+
+    @classmethod
+    def home(cls) -> tuple[Path, int] | None:
+        """Where this process may make memory cgroups, and which version."""
+        try:
+            lines = Path("/proc/self/cgroup").read_text().splitlines()
+        except OSError:
+            return None
+        for line in lines:
+            number, controllers, path = line.split(":", 2)
+            if number == "0":  # v2: the unified hierarchy, if memory is enabled below us
+                top = Path("/sys/fs/cgroup") / path.lstrip("/")
+                try:
+                    if "memory" in (top / "cgroup.subtree_control").read_text().split():
+                        return top, 2
+                except OSError:
+                    pass
+            elif "memory" in controllers.split(","):
+                top = Path("/sys/fs/cgroup/memory") / path.lstrip("/")
+                if (top / "memory.limit_in_bytes").exists() and os.access(top, os.W_OK):
+                    return top, 1
+        return None
+
+    @classmethod
+    def make(cls, limit: int) -> MemoryGroup | None:
+        found = cls.home()
+        if found is None:
+            return None
+        top, version = found
+        path = top / f"labtools-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        try:
+            path.mkdir()
+            group = cls(path, version)
+            if version == 2:
+                group._write("memory.max", limit)
+                group._write("memory.swap.max", 0, optional=True)
+            else:
+                group._write("memory.limit_in_bytes", limit)
+                group._write("memory.memsw.limit_in_bytes", limit, optional=True)
+            return group
+        except OSError:
+            with contextlib.suppress(OSError):
+                path.rmdir()
+            return None
+
+    def _write(self, name: str, value: int, optional: bool = False) -> None:
+        try:
+            (self.path / name).write_text(str(value))
+        except OSError:
+            if not optional:
+                raise
+
+    def add(self, pid: int) -> bool:
+        try:
+            (self.path / "cgroup.procs").write_text(str(pid))
+            return True
+        except OSError:
+            return False
+
+    def ran_out(self) -> bool:
+        """Whether the kernel killed a process of the group for want of memory."""
+        try:
+            if self.version == 2:
+                events = (self.path / "memory.events").read_text().split()
+                return int(events[events.index("oom_kill") + 1]) > 0
+            control = (self.path / "memory.oom_control").read_text().split()
+            killed = int(control[control.index("oom_kill") + 1]) if "oom_kill" in control else 0
+            return killed > 0 or int((self.path / "memory.failcnt").read_text()) > 0
+        except (OSError, ValueError, IndexError):
+            return False
+
+    def close(self) -> None:
+        """Remove the group once its processes are gone (they are, once the keeper has
+        reaped the notebook's pid 1; a last one may take a moment to leave)."""
+        for _ in range(100):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.02)
+
+
+class MemoryWatch:
+    """Where no memory cgroup can be made: the resident memory of every process of the
+    notebook (its user id's, as root; the descendants of its bubblewrap, as an ordinary
+    user) and of its /tmp, added up every ``interval`` seconds, and the notebook stopped
+    once the sum passes the limit. A sampled bound, not a hard one: between two looks a
+    notebook can allocate what it writes in ``interval`` seconds more."""
+
+    def __init__(self, box: Sandbox, interval: float = 0.05):
+        self.box, self.interval = box, interval
+        self.done = threading.Event()
+        self.peak = 0
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def _processes(self) -> list[str]:
+        box = self.box
+        if box.process is None:  # a child of a warm parent: the notebook's user id
+            uid = sandbox_uid()
+            found = []
+            for entry in os.listdir("/proc"):
+                if entry.isdigit():
+                    with contextlib.suppress(OSError):
+                        if os.stat(f"/proc/{entry}").st_uid == uid:
+                            found.append(entry)
+            return found
+        children: dict[str, list[str]] = {}  # a sandbox of its own: bubblewrap's descendants
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError, IndexError):
+                    parent = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1]
+                    children.setdefault(parent, []).append(entry)
+        found, todo = [], [str(box.process.pid)]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            todo += children.get(pid, [])
+        return found
+
+    @staticmethod
+    def inside(pids: list[str]) -> str | None:
+        """The first of ``pids`` whose root is the sandbox's: whose /tmp is the notebook's
+        (bubblewrap itself sees this machine's /tmp)."""
+        host = os.stat("/")
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                root = os.stat(f"/proc/{pid}/root")
+                if (root.st_dev, root.st_ino) != (host.st_dev, host.st_ino):
+                    return pid
+        return None
+
+    def used(self) -> int:
+        total, pids = 0, self._processes()
+        for pid in pids:
+            with contextlib.suppress(OSError, ValueError):
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+        inside = self.inside(pids)
+        if inside is not None:  # its /tmp, as a process inside sees it
+            with contextlib.suppress(OSError):
+                stats = os.statvfs(f"/proc/{inside}/root/tmp")
+                total += (stats.f_blocks - stats.f_bfree) * stats.f_frsize
+        return total
+
+    def _watch(self) -> None:
+        limit = self.box.limits.notebook_memory
+        while not self.done.wait(self.interval):
+            used = self.used()
+            self.peak = max(self.peak, used)
+            if used > limit:
+                self.box.stop(
+                    "it used more memory than the limit for the whole notebook "
+                    f"(notebook_memory = {limit / 2**30:g} GiB, all its processes and its /tmp "
+                    "together, as sampled every 0.05 s: this machine gives no memory cgroup)"
+                )
+                return
+
+    def close(self) -> None:
+        self.done.set()
+        self.thread.join(timeout=5)
+
+
+def _pid_of(pidfd: int) -> int | None:
+    """The pid (in this process's namespace) of the process a pidfd refers to."""
+    try:
+        for line in Path(f"/proc/self/fdinfo/{pidfd}").read_text().splitlines():
+            if line.startswith("Pid:"):
+                pid = int(line.split()[1])
+                return pid if pid > 0 else None
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+class Sandbox:
+    """One notebook's process. ``with Sandbox(limits, package=...) as box: box.request(...)``.
+
+    With ``zygote`` (the control socket of a :class:`Zygote` of this notebook's lab) it is a
+    fresh child of that warm parent (the warm start); without it, a warm parent is started
+    for this notebook alone, from the lab's copy of the package ``package``, and closed after
+    it (the cold start, and the fallback when the warm parent does not answer, which
+    :attr:`note` then says). Either way the notebook's process is made by the same code.
+    ``unsafe``: no bubblewrap and no namespaces (``--unsafe``), the same protocol."""
 
     def __init__(
         self,
         limits: Limits,
         *,
+        package: Path | None = None,
         unsafe: bool = False,
         mpl_cache: Path | None = None,
         zygote: socket.socket | None = None,
     ):
         self.limits = limits
+        self.package = package
         self.unsafe = unsafe
         self.mpl_cache = mpl_cache
         self.zygote = None if unsafe else zygote
@@ -382,30 +635,94 @@ class Sandbox:
         self.stopped: str | None = None  # why it stopped, once it has
         self.output = bytearray()  # the start of what it wrote to stdout/stderr
         self.output_total = 0
+        self.output_kept = float("inf")  # bytes of output kept (none after the hidden tests)
         self.deadline = float("inf")  # the notebook's time is up then (set on entering)
-        self.process: subprocess.Popen | None = None
+        self.own: Zygote | None = None  # the parent started for this notebook alone
+        self.process: subprocess.Popen | None = None  # a notebook's own bubblewrap
+        self.memory: MemoryGroup | None = None
+        self.watch: MemoryWatch | None = None  # where no memory cgroup can be made
+        self.agent_pid: int | None = None
         self._pidfd: int | None = None
         self._lifeline: int | None = None
+        self._keeper: socket.socket | None = None
+        self._requests: int | None = None
+        self._answers: int | None = None
+        self._output_file = None
 
     def __enter__(self) -> Sandbox:
         self.deadline = time.monotonic() + self.limits.notebook_seconds
-        if self.zygote is None or not self._start_warm():
-            self._start_cold()
+        if os.geteuid() != 0 and not self.unsafe:  # no warm parent for an ordinary user
+            self._start_single()
+            self._drain = threading.Thread(target=self._read_output, daemon=True)
+            self._drain.start()
+            return self
+        started = self.zygote is not None and self._start_child(self.zygote)
+        if self.zygote is not None and not started:
+            self.note = "the warm start did not answer: this notebook's own parent started it"
+        if not started:
+            if self.package is None:
+                raise ValueError("a notebook without a warm parent needs its lab's `package`")
+            self.own = Zygote(self.package, self.mpl_cache, unsafe=self.unsafe)
+            started = self.own.ready() and self._start_child(self.own.control)
+        if not started:
+            self.stop("the sandbox did not start")
+        # the notebook's time starts once its process is there (a parent of its own has
+        # imported everything first, as a kept one has), warm or cold alike
+        self.deadline = time.monotonic() + self.limits.notebook_seconds
         self._drain = threading.Thread(target=self._read_output, daemon=True)
         self._drain.start()
         return self
 
-    def _start_warm(self) -> bool:
-        """Ask the warm parent for a child; False (nothing left open) if it did not start."""
+    def _start_single(self) -> None:
+        """A sandbox of this notebook's own, as an ordinary user (:func:`single_command`)."""
+        if self.package is None:
+            raise ValueError("a notebook's own sandbox needs its lab's `package`")
+        requests_r, self._requests = os.pipe()
+        self._answers, answers_w = os.pipe()
+        info_r, info_w = os.pipe()
+        fds = [requests_r, answers_w, info_w, _filter_fd()]
+        self.process = subprocess.Popen(
+            single_command(self.limits, self.package, self.mpl_cache),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            pass_fds=(3, 4, 5, 6),
+            preexec_fn=_child_setup(self.limits, tuple(fds)),
+            start_new_session=True,
+        )
+        self._output_file = self.process.stdout
+        for fd in fds:
+            os.close(fd)
+        try:  # bubblewrap says which pid (outside) the agent has
+            info = wire.read_exactly(info_r, 1, time.monotonic() + 30)
+            while not info.rstrip().endswith(b"}"):
+                info += wire.read_exactly(info_r, 1, time.monotonic() + 30)
+            self.agent_pid = json.loads(info)["child-pid"]
+            self._pidfd = os.pidfd_open(self.agent_pid)
+        except (TimeoutError, EOFError, ValueError, KeyError, ProcessLookupError):
+            self.stop("the sandbox did not start")
+        os.close(info_r)
+        if self.stopped is None:  # its imports done before its time starts (as a warm child's)
+            try:
+                ready = wire.read_frame(self._answers, 1024, time.monotonic() + 120)
+                if ready is None or wire.decode_answer(ready, self.limits.budget()).id != "ready":
+                    self.stop("the sandbox did not start")
+            except (TimeoutError, OSError, wire.NotPlainData, wire.FrameTooLarge):
+                self.stop("the sandbox did not start")
+            self.deadline = time.monotonic() + self.limits.notebook_seconds
+        self.watch = MemoryWatch(self)  # an ordinary user has no memory cgroup to give it
+
+    def _start_child(self, control: socket.socket) -> bool:
+        """Ask a warm parent for a child; False (nothing left open) if it did not start."""
         limits = self.limits
         requests_r, requests_w = os.pipe()
         answers_r, answers_w = os.pipe()
         output_r, output_w = os.pipe()
         lifeline_r, lifeline_w = os.pipe()
         reply, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        uid = sandbox_uid()
+        uid = sandbox_uid()  # as the kernel counts its processes; inside, as root, the same
         job = {
-            "uid": uid,
+            "uid": uid if os.geteuid() == 0 else NOBODY,  # (in a user namespace: nobody)
             "memory": limits.memory,
             "cpu_seconds": limits.cpu_seconds,
             "file_size": limits.file_size,
@@ -416,7 +733,7 @@ class Sandbox:
         fds = []
         try:
             sent = [theirs.fileno(), requests_r, answers_w, output_w, lifeline_r]
-            socket.send_fds(self.zygote, [json.dumps(job).encode()], sent)
+            socket.send_fds(control, [json.dumps(job).encode()], sent)
             reply.settimeout(30)
             _, fds, _, _ = socket.recv_fds(reply, 64, 1)
         except OSError:
@@ -429,74 +746,46 @@ class Sandbox:
             reply.close()
             for fd in (*fds, requests_w, answers_r, output_r, lifeline_w):
                 os.close(fd)
-            self.note = "the warm start did not answer: this notebook ran in a fresh sandbox"
             return False
         self._pidfd, self._lifeline, self._keeper = fds[0], lifeline_w, reply
         self._requests, self._answers = requests_w, answers_r
         self._output_file = open(output_r, "rb")  # noqa: SIM115 - closed in __exit__
-        self.agent_pid = None
+        self.agent_pid = _pid_of(self._pidfd)
+        # before the first request, while the agent waits for it: every process the
+        # notebook makes is in the group, which counts their memory together
+        self.memory = None if self.unsafe else MemoryGroup.make(limits.notebook_memory)
+        placed = self.memory is not None and self.agent_pid is not None
+        if self.memory is not None and not (placed and self.memory.add(self.agent_pid)):
+            self.memory.close()
+            self.memory = None
+        if self.memory is None and not self.unsafe:
+            self.watch = MemoryWatch(self)
         return True
-
-    def _start_cold(self) -> None:
-        requests_r, self._requests = os.pipe()
-        self._answers, answers_w = os.pipe()
-        info_r, info_w = os.pipe()
-        fds = [requests_r, answers_w, info_w]
-        if self.unsafe:
-            argv, env = unsafe_command()
-        else:
-            argv, env = command(self.limits, self.mpl_cache), {}
-            fds.append(_filter_fd())
-        self.process = subprocess.Popen(
-            argv,
-            env=env or None,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            pass_fds=tuple(range(3, 3 + len(fds))),
-            preexec_fn=_child_setup(self.limits, tuple(fds)),
-            start_new_session=True,
-        )
-        self._output_file = self.process.stdout
-        for fd in fds:
-            os.close(fd)
-        self.agent_pid = self.process.pid
-        if not self.unsafe:  # bubblewrap says which pid (outside) the agent has
-            try:
-                info = wire.read_exactly(info_r, 1, time.monotonic() + 30)
-                while not info.rstrip().endswith(b"}"):
-                    info += wire.read_exactly(info_r, 1, time.monotonic() + 30)
-                self.agent_pid = json.loads(info)["child-pid"]
-                self._pidfd = os.pidfd_open(self.agent_pid)
-            except (TimeoutError, EOFError, ValueError, KeyError, ProcessLookupError):
-                self.stop("the sandbox did not start")
-        os.close(info_r)
 
     def _signal(self, sig: int) -> None:
         try:
             if self._pidfd is not None:  # immune to the pid being reused
                 signal.pidfd_send_signal(self._pidfd, sig)
-            else:
-                os.kill(self.agent_pid, sig)
         except (ProcessLookupError, PermissionError, OSError):
             pass
 
     def _read_output(self) -> None:
+        if self._output_file is None:
+            return
         for chunk in iter(lambda: self._output_file.read1(1 << 16), b""):
             self.output_total += len(chunk)
-            if len(self.output) < 65536:
-                self.output += chunk[: 65536 - len(self.output)]
+            keep = min(65536, self.output_kept)
+            if len(self.output) < keep:
+                self.output += chunk[: int(keep) - len(self.output)]
             if self.output_total > self.limits.output:
                 self.stop(f"it wrote more than {self.limits.output // 2**20} MB of output")
 
     def stop(self, reason: str) -> None:
         """Kill everything in the sandbox and remember why (the first reason counts).
 
-        Only the agent is killed: it is pid 1 of the sandbox's pid namespace, so the kernel
+        Only the agent is killed: it is pid 1 of the notebook's pid namespace, so the kernel
         kills every other process in it, and the agent's exit completes only once they are
-        all gone. bubblewrap, its parent, then reaps it and exits by itself. Killing
-        bubblewrap too would leave the agent to the machine's init, which may reap it late
-        or never (a zombie of the sandbox's user outliving the grading run).
+        all gone; its keeper then reaps it (and says so by closing its socket).
         """
         if self.stopped is None:
             self.stopped = reason
@@ -504,29 +793,35 @@ class Sandbox:
 
     def __exit__(self, *exc) -> None:
         self.stop(self.stopped or "done")
-        if self.process is not None:
+        if self.process is not None:  # a notebook's own sandbox: bubblewrap ends with it
             try:
                 self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:  # bubblewrap itself hangs: end it the hard way
+            except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        else:  # the keeper kills what is left once the lifeline closes, reaps pid 1 (the
-            os.close(self._lifeline)  # last to go) and then closes its socket
-            self._keeper.settimeout(30)
+        if self._lifeline is not None:  # the keeper kills what is left once the lifeline
+            os.close(self._lifeline)  # closes, reaps pid 1 (the last to go) and then closes
+            self._keeper.settimeout(30)  # its socket
             with contextlib.suppress(OSError):
                 while self._keeper.recv(64):
                     pass
             self._keeper.close()
         for fd in (self._requests, self._answers):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self._drain.join(timeout=5)
-        self._output_file.close()
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        if self._output_file is not None:
+            self._drain.join(timeout=5)
+            self._output_file.close()
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
+        if self.own is not None:
+            self.own.close()
+        if self.memory is not None:
+            self.memory.close()
+        if self.watch is not None:
+            self.watch.close()
 
     def request(
         self,
@@ -538,11 +833,12 @@ class Sandbox:
         :class:`~labtools.wire.Call`) and return the agent's answer, parsed by
         :func:`labtools.wire.decode_answer` and checked to belong to the request.
 
-        During a :class:`~labtools.wire.Call`, the student's code may call the instructor's
-        versions of the names in its ``reference``: each such call comes as a callback,
-        which ``callback(name, args, kwargs)`` answers here with a
-        :class:`~labtools.wire.Reply` (the time it takes counts in the request's time); a
-        callback for any other name stops the sandbox.
+        The student's code may call back: the instructor's versions of the names in a
+        :class:`~labtools.wire.Call`'s ``reference``, or a package function the lab closes.
+        Each such call comes as a callback, which ``callback(call)`` answers here with a
+        :class:`~labtools.wire.Reply` (``call``: the name and the arguments as sent, see
+        :func:`labtools.wire.decode_arguments`; the time it takes counts in the request's
+        time); without ``callback``, a callback stops the sandbox.
 
         A request that runs longer than ``seconds`` (default: the cell limit), or past the
         notebook's time limit, is interrupted (KeyboardInterrupt in the student's code); if
@@ -561,7 +857,6 @@ class Sandbox:
             raise SandboxError(self.stopped)
         nonce = uuid.uuid4().hex
         self._send(wire.encode_request(message, nonce))
-        offered = set(message.reference) if isinstance(message, wire.Call) else set()
         seconds = min(limits.cell_seconds if seconds is None else seconds, left)
         deadline = time.monotonic() + seconds
         interrupted = False
@@ -583,7 +878,7 @@ class Sandbox:
                 raise SandboxError(self.stopped) from None
             except (EOFError, OSError):
                 time.sleep(0.05)  # let the output reader record a flood first
-                self.stop("the notebook's process ended")
+                self.stop(self._why_ended())
                 raise SandboxError(self.stopped) from None
             except wire.FrameTooLarge:
                 self.stop(
@@ -598,14 +893,16 @@ class Sandbox:
                 raise SandboxError(self.stopped)
             if answer.callback is None:
                 break
-            name, args, kwargs = answer.callback
-            if name not in offered or callback is None:
-                self.stop(f"it called {name!r}, which the grader did not offer")
+            if callback is None:
+                self.stop(f"it called {answer.callback[0]!r}, which the grader did not offer")
                 raise SandboxError(self.stopped)
             if interrupted:  # past its time: no more of the grader's work for it
                 reply = wire.Reply(raised="KeyboardInterrupt: the call ran out of time")
             else:
-                reply = callback(name, args, kwargs)
+                reply = callback(answer.callback)
+                if reply is None:
+                    self.stop(f"it called {answer.callback[0]!r}, which the grader did not offer")
+                    raise SandboxError(self.stopped)
             self._send(wire.encode_request(reply, nonce))
         if interrupted:
             cause = (
@@ -620,5 +917,14 @@ class Sandbox:
         try:
             wire.write_frame(self._requests, payload)
         except OSError:
-            self.stop("the notebook's process ended")
+            self.stop(self._why_ended())
             raise SandboxError(self.stopped) from None
+
+    def _why_ended(self) -> str:
+        if self.memory is not None and self.memory.ran_out():
+            return (
+                "it used more memory than the limit for the whole notebook "
+                f"(notebook_memory = {self.limits.notebook_memory / 2**30:g} GiB, all its "
+                "processes and its /tmp together)"
+            )
+        return "the notebook's process ended"

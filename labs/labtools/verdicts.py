@@ -4,12 +4,24 @@
 two namespaces side by side: the student's, in a :class:`~labtools.sandbox.Sandbox`, and
 the grader's own, in this process, where no student code ever runs. Locked cells run in
 both, except those that only show something (:func:`labtools.notebook.shown_only`: no later
-verdict reads what they make), which run in the sandbox only. A test cell runs here only,
-after the names it reads that the student's answers define
+verdict reads what they make), which run in the sandbox only; the graded notebook shows what
+the sandbox printed and drew for them, as the student's kernel would. A test cell runs here
+only, after the names it reads that the student's answers define
 (:func:`labtools.notebook.declared`) are fetched from the sandbox: values as plain data
 (:mod:`labtools.wire`), functions as :class:`StudentFunction` stand-ins whose calls go to
 the sandbox with plain data and come back as plain data. A test passes when it runs to its
-end here; nothing the student's code printed, patched or raised can change that."""
+end here; nothing the student's code printed, patched or raised can change that.
+
+A test cell with hidden tests is graded after the notebook's last cell has run, on a copy of
+the notebook as it was at the test's place (:class:`~labtools.wire.Checkpoint`), and nothing
+the sandbox prints from then on is kept: no cell of the student's runs after a hidden test
+has called its functions, so nothing a hidden test passes reaches what the student sees. Its
+failure is shown without values (:func:`hidden_message`); the instructor's copy of the
+message (the results file, the logs) keeps them.
+
+The rules a student can check before handing in (:mod:`perceptrons.handin`) are applied here
+too: what cannot be absent from the sandbox is held for the instructor (``review``).
+"""
 
 from __future__ import annotations
 
@@ -23,7 +35,7 @@ import traceback
 import warnings
 from pathlib import Path
 
-from labtools import notebook, wire
+from labtools import closed, notebook, wire
 from labtools.sandbox import Limits, Sandbox, SandboxError
 
 PLAIN = "numbers, strings, booleans, None, lists, tuples, dicts, numeric numpy arrays"
@@ -70,36 +82,56 @@ def _changed_argument(sent, returned) -> str | None:
     return "its arguments"
 
 
-class StudentFunction:
-    """The student's function, called in the sandbox with plain data only. While it runs,
-    the names in ``references`` ({name: the instructor's function, on this side}) stand
-    for the instructor's versions: their calls come back here as callbacks."""
+def callbacks(box: Sandbox, references: dict, *, graded: bool):
+    """What answers the student's code when it calls back during a request: the instructor's
+    versions of ``references`` ({name: the instructor's function, on this side}), and the
+    package functions the lab closes (:func:`labtools.closed.answer`: refused when
+    ``graded``, else run here). Anything else stops the sandbox (None)."""
+    budget = box.limits.budget()
 
-    def __init__(self, box: Sandbox, name: str, forbid: list[str], references: dict):
-        self.box, self.name, self.forbid, self.references = box, name, forbid, references
-
-    def __repr__(self) -> str:
-        return f"<student function {self.name}>"
-
-    def _callback(self, name: str, args: list, kwargs: dict) -> wire.Reply:
-        """One call of the instructor's ``name`` made by the student's code: run here, on
-        plain data, and its value sent back as plain data."""
+    def answer(call: tuple) -> wire.Reply | None:
+        name = call[0]
+        if closed.is_package(name):
+            return closed.answer(call, budget, graded=graded)
+        if name not in references:
+            return None
+        try:
+            args, kwargs = wire.decode_arguments(call, budget)
+        except wire.NotPlainData as err:
+            return wire.Reply(raised=f"TypeError: an argument could not be sent: {err}")
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                value = self.references[name](*args, **kwargs)
+                value = references[name](*args, **kwargs)
             return wire.Reply(value=wire.to_plain(value))
         except Exception as err:  # noqa: BLE001 - the student's arguments made it fail
             return wire.Reply(raised=f"{type(err).__name__}: {str(err)[:500]}")
+
+    return answer
+
+
+class StudentFunction:
+    """The student's function, called in the sandbox with plain data only. While it runs,
+    the names in ``references`` ({name: the instructor's function, on this side}) stand
+    for the instructor's versions: their calls come back here as callbacks; a package
+    function the lab closes is refused."""
+
+    def __init__(self, box: Sandbox, name: str, references: dict):
+        self.box, self.name, self.references = box, name, references
+
+    def __repr__(self) -> str:
+        return f"<student function {self.name}>"
 
     def __call__(self, *args, **kwargs):
         try:
             sent = wire.to_plain([list(args), kwargs])
         except wire.NotPlainData as err:  # the test itself passes something else
             raise TypeError(f"cannot send {err} to the student's {self.name}") from None
-        request = wire.Call(self.name, sent[0], sent[1], self.forbid, sorted(self.references))
+        request = wire.Call(self.name, sent[0], sent[1], sorted(self.references))
         try:
-            answer = self.box.request(request, callback=self._callback)
+            answer = self.box.request(
+                request, callback=callbacks(self.box, self.references, graded=True)
+            )
         except SandboxError as err:
             raise StudentCodeError(f"{self.name} could not be called: {err}") from None
         for category, message in answer.warnings:
@@ -128,7 +160,7 @@ class StudentFunction:
         return answer.value
 
 
-def fetch(box: Sandbox, name: str, forbid: list[str], references: dict | None = None):
+def fetch(box: Sandbox, name: str, references: dict | None = None):
     """The student's ``name`` as the grader may use it (see the module's docstring)."""
     try:
         answer = box.request(wire.Get(name))
@@ -139,7 +171,7 @@ def fetch(box: Sandbox, name: str, forbid: list[str], references: dict | None = 
             name, "is not defined: did the cell that defines it run without an error?"
         )
     if answer.function:
-        return StudentFunction(box, name, forbid, references or {})
+        return StudentFunction(box, name, references or {})
     if answer.refused is not None:
         return Unavailable(
             name, f"is {answer.refused}, not plain data ({PLAIN}): counted as a wrong answer"
@@ -147,6 +179,63 @@ def fetch(box: Sandbox, name: str, forbid: list[str], references: dict | None = 
     if not answer.has_value:
         return Unavailable(name, "was sent without a value: counted as a wrong answer")
     return answer.value
+
+
+SAFE_ERRORS = frozenset(
+    {
+        "ValueError",
+        "TypeError",
+        "IndexError",
+        "KeyError",
+        "ZeroDivisionError",
+        "OverflowError",
+        "FloatingPointError",
+        "RuntimeError",
+        "NotImplementedError",
+        "AttributeError",
+        "NameError",
+        "RecursionError",
+        "MemoryError",
+        "KeyboardInterrupt",
+        "AssertionError",
+        "LinAlgError",
+    }
+)
+
+
+def _masked(words: str) -> str:
+    """A check's description without the numbers in it (a hidden test's inputs may be
+    among them): '[…]' for a bracketed list, '…' for a number."""
+    import re
+
+    words = re.sub(r"\[[^\]]*\]", "[…]", words[:300])
+    return re.sub(r"(?<![\w.])-?\d+(?:\.\d*)?(?:e[+-]?\d+)?", "…", words)
+
+
+def hidden_message(failure: BaseException) -> str:
+    """A hidden test's failure as the student may read it: what the check compared, in the
+    instructor's words, and which kind of thing went wrong; never a value, an input or text
+    the student's code chose (its exception's message, a name it made up), which could carry
+    the test's inputs out."""
+    from perceptrons.testing import NotSame
+
+    if isinstance(failure, NotSame):
+        return f"{_masked(failure.what)}: not what was expected (a hidden test)"
+    if isinstance(failure, StudentCodeError):
+        text = str(failure)
+        name = text.split(" ", 1)[0]
+        if " raised " in text:
+            kind = text.split(" raised ", 1)[1].split(":", 1)[0].strip()
+            kind = kind if kind in SAFE_ERRORS else "an exception"
+            return f"{name} raised {kind} in a hidden test"
+        if "ran longer than" in text or "interrupted" in text:
+            return f"{name} ran past its time limit in a hidden test"
+        return f"{name} could not be called in a hidden test"
+    if isinstance(failure, WrongAnswer):
+        return "a hidden test got an answer it cannot use (not plain data, or changed inputs)"
+    if isinstance(failure, TimeoutError):
+        return "a hidden test ran past its time limit"
+    return "a hidden test failed"
 
 
 def instructor_versions(names, solutions: dict[str, str], ours: dict) -> dict:
@@ -186,9 +275,12 @@ class OutputBudget:
     was dropped. The autograded notebook, the feedback and the logs are built from these
     outputs, so no file grows with what a submission prints."""
 
+    FIGURES = 2 * 2**20  # characters of figures (PNG in base64) kept for the whole notebook
+
     def __init__(self, per_cell: int, total: int):
         self.per_cell, self.left = per_cell, total
         self.total, self.dropped = total, 0
+        self.figures_left = self.FIGURES
 
     def take(self, text: str) -> str:
         """``text`` as kept: cut to what is left; "" once the notebook's budget is spent."""
@@ -212,12 +304,13 @@ class OutputBudget:
             outputs.append({"output_type": "stream", "name": name, "text": text})
 
     def error(self, err: BaseException, cell_name: str, hidden: set[str] = frozenset()) -> dict:
-        """An error output; ``hidden``: the stripped lines of the cell's hidden tests, which
-        no traceback line may quote (the message is kept)."""
+        """An error output: the frames of the cell's own code (the grader's and the
+        package's files are not named: their paths are the grader's machine's), without
+        the lines that quote ``hidden`` (the stripped lines of the cell's hidden tests)."""
         frames = [
             self.take(_unquoted(line, hidden))
             for line in traceback.format_exception(type(err), err, err.__traceback__)[-20:]
-            if "labtools" not in line  # the grader's own frames say nothing to the student
+            if not line.lstrip().startswith('File "/')  # a file of the grader's machine
         ]
         return {
             "output_type": "error",
@@ -225,6 +318,41 @@ class OutputBudget:
             "evalue": self.take(str(err)[:2000]),
             "traceback": [f"in {cell_name}:", *frames],
         }
+
+    def hidden_error(self, err: BaseException, cell_name: str) -> dict:
+        """A hidden test's error output: :func:`hidden_message` only, no traceback."""
+        kinds = ((AssertionError, "AssertionError"), (WrongAnswer, "WrongAnswer"))
+        kinds += ((StudentCodeError, "StudentCodeError"), (TimeoutError, "TimeoutError"))
+        ename = next((name for kind, name in kinds if isinstance(err, kind)), "Failed")
+        return {
+            "output_type": "error",
+            "ename": ename,  # the grader's own kinds, never a name the student's code chose
+            "evalue": self.take(hidden_message(err)),
+            "traceback": [f"in {cell_name}: {hidden_message(err)}"],
+        }
+
+    def figures(self, outputs: list, images: list[str]) -> None:
+        """Append the figures a cell drew (PNG images, base64), each counted in the
+        notebook's output budget; an image that is not a PNG is left out."""
+        import base64
+        import binascii
+
+        for image in images:
+            try:
+                head = base64.b64decode(image[:16], validate=True)
+            except (binascii.Error, ValueError):
+                continue
+            if not head.startswith(b"\x89PNG\r\n\x1a\n") or len(image) > self.figures_left:
+                self.dropped += len(image)
+                continue
+            self.figures_left -= len(image)
+            outputs.append(
+                {
+                    "output_type": "display_data",
+                    "data": {"image/png": image, "text/plain": ["<Figure>"]},
+                    "metadata": {},
+                }
+            )
 
 
 def _unquoted(frame: str, hidden: set[str]) -> str:
@@ -283,11 +411,138 @@ def kept(cell: notebook.Cell, sources: SourceBudget) -> dict:
     return entry
 
 
+def _run_test(cell, entry, ours: dict, box, budget: OutputBudget, limits, *, hidden):
+    """Run a test cell (or a locked cell) here, in ``ours``; its verdict into ``entry``."""
+    label = f"cell {cell.grade_id or '(no id)'}"
+    left = (box.deadline if box is not None else float("inf")) - time.monotonic()
+    out = io.StringIO()
+    needed = notebook.used_names(cell.source)
+    missing = [v for k, v in ours.items() if k in needed and isinstance(v, Unavailable)]
+    try:
+        if left <= 0:
+            raise TimeoutError(
+                "not run: the notebook's time limit was reached "
+                f"(notebook_seconds = {limits.notebook_seconds:g} s)"
+            )
+        if cell.role == "test" and missing:
+            missing[0]._fail()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            with time_limit(min(max(limits.cell_seconds * 4, 60), left)):
+                exec(compile(cell.source, f"<{label}>", "exec"), ours)
+        failure = None
+    except Exception as err:  # noqa: BLE001 - any failure of a test is a verdict
+        failure = err
+    if out.getvalue() and not hidden:  # what a hidden test prints may quote its inputs
+        budget.stream(entry["outputs"], "stdout", out.getvalue())
+    if failure is not None:
+        if hidden:
+            entry["outputs"].append(budget.hidden_error(failure, label))
+        else:
+            seen = {line.strip() for line in (cell.sandbox or "").splitlines()}
+            concealed = {line.strip() for line in cell.source.splitlines()} - seen - {""}
+            entry["outputs"].append(budget.error(failure, label, concealed))
+    if cell.role == "test":
+        entry["passed"] = failure is None
+        entry["points"] = cell.points
+        entry["score"] = cell.points if failure is None else 0.0
+        entry["message"] = (
+            None if failure is None else f"{type(failure).__name__}: {str(failure)[:1000]}"
+        )
+        if hidden:
+            entry["hidden"] = True
+
+
+def _replay(left, cells, stop_at: int, why: str, limits, budget, sandbox_args, zygote) -> None:
+    """Grade the hidden tests in ``left``, whose copy of the notebook was not there (the
+    notebook's process stopped, or its own code ended the copy), in a second run of the
+    cells before them, in order, as a kernel would: each test where its cell stands. The
+    cell during which the first run stopped (``stop_at``) and those after it do not run
+    again, and a test after it is not graded (``why``). Nothing of this run is kept but the
+    tests' verdicts: not its output, not what the tests' calls left in it."""
+    todo = {item[0]: item for item in left if item[0] <= stop_at}
+    for index, cell, entry, namespace, _ in left:
+        if index not in todo:
+            gone = {
+                k: Unavailable(k, f"could not be graded: {why}")
+                for k, v in namespace.items()
+                if isinstance(v, StudentFunction)
+            }
+            _run_test(cell, entry, {**namespace, **gone}, None, budget, limits, hidden=True)
+    if not todo:
+        return
+    import dataclasses
+
+    within = dataclasses.replace(limits, notebook_seconds=limits.tests_seconds)
+    again = Sandbox(within, zygote=zygote, **sandbox_args)
+    with again:
+        again.output_kept = 0
+        for index in range(max(todo) + 1):
+            if index in todo:
+                _, cell, entry, namespace, _ = todo[index]
+                for value in namespace.values():
+                    if isinstance(value, StudentFunction):
+                        value.box = again
+                _run_test(cell, entry, namespace, again, budget, limits, hidden=True)
+            sandbox_part = cells[index].sandbox
+            if sandbox_part and index < stop_at and again.stopped is None:
+                try:
+                    again.request(
+                        wire.Run(sandbox_part), callback=callbacks(again, {}, graded=False)
+                    )
+                except SandboxError:
+                    pass
+
+
+def _review(cells: list[notebook.Cell], source_nb: dict) -> list[dict]:
+    """What the rules name in the student's cells (:func:`perceptrons.handin.review_cells`):
+    each finding as plain data. An added cell is named by its place among the cells."""
+    from perceptrons import handin
+
+    lab_own = set()  # the lab's own cells, which a notebook that lost its metadata keeps
+    for cell in source_nb["cells"]:  # as cells of its own
+        if cell["cell_type"] == "code" and not notebook.is_answer(cell):
+            lab_own |= {notebook.text(cell).strip(), notebook.visible(cell).strip()}
+    theirs = []
+    for number, cell in enumerate(cells, start=1):
+        if cell.role == "answer":
+            theirs.append((cell.grade_id, handin.exercise_of(cell.grade_id), cell.source))
+        elif cell.role == "extra" and cell.source.strip() not in lab_own:
+            theirs.append((f"cell {number} (added)", None, cell.source))
+    try:
+        found = handin.review_cells(theirs, handin.rules(source_nb))
+    except RecursionError:
+        found = [handin.Finding("the notebook", 1, "code too deep to read", True, None)]
+    return [
+        {"cell": f.cell, "line": f.line, "what": f.what, "held": f.held, "exercise": f.exercise}
+        for f in found
+    ]
+
+
+def _is_held(grade_id: str | None, held: set) -> bool:
+    from perceptrons.handin import exercise_of
+
+    return bool(held) and (None in held or exercise_of(grade_id) in held)
+
+
+def _not_installed(error: str | None) -> str | None:
+    """One line for a cell that imported what the grading environment does not have."""
+    import re
+
+    found = re.match(r"ModuleNotFoundError: No module named '([\w.]+)'", error or "")
+    if not found:
+        return None
+    return (
+        f"{found[1].split('.')[0]} is not in the grading environment: a lab's code may use "
+        "numpy, matplotlib, Python's standard library and the package (the lab's Rules)\n"
+    )
+
+
 def evaluate(
     source_nb: dict,
     student_nb: dict,
     limits: Limits,
     *,
+    package: Path | None = None,
     unsafe: bool = False,
     mpl_cache: Path | None = None,
     zygote=None,
@@ -297,9 +552,12 @@ def evaluate(
 
     ``cells``: for every cell of the plan, its role, grade id, source, outputs and, for
     tests, ``passed`` and ``score``; ``notes``: what the instructor should know; ``stopped``:
-    why the student's process stopped early, if it did. ``report``, if given, is called
-    with ``{"plan": [...], "notes": [...]}`` before any cell runs and with
-    ``{"cell": index, "entry": ...}`` as each is graded (:mod:`labtools.judge`).
+    why the student's process stopped early, if it did; ``review``: what the rules name in
+    the student's cells (:mod:`perceptrons.handin`). ``package``: the lab's copy of the
+    package (:func:`labtools.closed.package_for`), for a notebook without a warm parent.
+    ``report``, if given, is called with ``{"plan": [...], "notes": [...]}`` before any cell
+    runs and with ``{"cell": index, "entry": ...}`` as each is graded
+    (:mod:`labtools.judge`).
     """
     import matplotlib.pyplot as plt
 
@@ -309,23 +567,51 @@ def evaluate(
     sources = SourceBudget(limits.cell_source, limits.notebook_source)
     planned = [kept(cell, sources) if sources.keeps(cell) else None for cell in cells]
     report({"plan": [entry for entry in planned if entry is not None], "notes": notes})
+    position, count = {}, 0
+    for index, entry in enumerate(planned):
+        if entry is not None:
+            position[index], count = count, count + 1
+    review = _review(cells, source_nb)
+    held = {f["exercise"] for f in review if f["held"]}
+    held_note = "".join(
+        f"held for the instructor's review (its automatic points wait): {f['cell']}, line "
+        f"{f['line']}: {f['what']}\n"
+        for f in review
+        if f["held"]
+    )
     names = notebook.declared(source_nb)
     instructor = notebook.solutions(source_nb)
     functions = notebook.defined_functions(source_nb)
     shown_only = notebook.shown_only(cells, set(names))  # no verdict needs them run here
     ours: dict = {"__name__": "__main__"}
-    graded = []
     budget = OutputBudget(limits.cell_output, limits.notebook_output)
     interrupted = []
-    box = Sandbox(limits, unsafe=unsafe, mpl_cache=mpl_cache, zygote=zygote)
+    deferred = []  # the hidden tests: (index, cell, entry, namespace, copy of the notebook)
+    if package is None and zygote is None:
+        package = closed.package_for(closed.lab_allow(source_nb))
+    box = Sandbox(limits, package=package, unsafe=unsafe, mpl_cache=mpl_cache, zygote=zygote)
+    stop_at = len(cells)  # the cell during which the sandbox stopped, if it did
+    time_up = None  # the first cell not run: the notebook's time was up
     with box, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for index, (cell, entry) in enumerate(zip(cells, planned, strict=True)):
+            if box.stopped is not None and stop_at == len(cells):
+                stop_at = index - 1  # (it stopped during the cell before: that one ran last)
             kept_cell = entry is not None  # else an added cell left out of the graded notebook
             entry = entry if kept_cell else {"outputs": []}
-            label = f"cell {cell.grade_id or '(no id)'}"
+            hidden = cell.role == "test" and notebook.visible({"source": cell.source}).strip() != (
+                cell.source.strip()
+            )
+            if time_up is None and box.stopped is None and time.monotonic() >= box.deadline:
+                time_up = index  # the cells from here on do not run (the hidden tests do)
+            if time_up is not None:
+                if cell.role == "test":
+                    _run_test(cell, entry, {}, box, budget, limits, hidden=hidden)
+                if kept_cell:
+                    report({"cell": position[index], "entry": entry})
+                continue
             if cell.role in ("locked", "test") and index not in shown_only:
-                needed = sorted(notebook.used_names(cell.source) & names.keys())
+                needed = sorted(notebook.used_names(cell.source) & set(names))
                 if cell.role == "locked":  # the grader's data never comes from a student's
                     # function: a locked cell calls the instructor's (values stay the
                     # student's: they are the answers a later test may grade)
@@ -334,57 +620,88 @@ def evaluate(
                     needed = [n for n in needed if n not in mine]
                 references = instructor_versions(cell.reference, instructor, ours)
                 for name in needed:
-                    ours[name] = fetch(box, name, names[name], references)
-                missing = [ours[n] for n in needed if isinstance(ours[n], Unavailable)]
-                left = box.deadline - time.monotonic()
-                out = io.StringIO()
-                try:
-                    if left <= 0:
-                        raise TimeoutError(
-                            "not run: the notebook's time limit was reached "
-                            f"(notebook_seconds = {limits.notebook_seconds:g} s)"
-                        )
-                    if cell.role == "test" and missing:
-                        missing[0]._fail()
-                    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-                        with time_limit(min(max(limits.cell_seconds * 4, 60), left)):
-                            exec(compile(cell.source, f"<{label}>", "exec"), ours)
-                    failure = None
-                except Exception as err:  # noqa: BLE001 - any failure of a test is a verdict
-                    failure = err
-                if out.getvalue():
-                    budget.stream(entry["outputs"], "stdout", out.getvalue())
-                if failure is not None:
-                    seen = {line.strip() for line in (cell.sandbox or "").splitlines()}
-                    hidden = {line.strip() for line in cell.source.splitlines()} - seen - {""}
-                    entry["outputs"].append(budget.error(failure, label, hidden))
-                if cell.role == "test":
-                    entry["passed"] = failure is None
-                    entry["points"] = cell.points
-                    entry["score"] = cell.points if failure is None else 0.0
-                    entry["message"] = (
-                        None
-                        if failure is None
-                        else f"{type(failure).__name__}: {str(failure)[:1000]}"
-                    )
+                    ours[name] = fetch(box, name, references)
+                if hidden:  # graded after the last cell, on a copy of the notebook as it is now
+                    copy = None
+                    if box.stopped is None:
+                        try:
+                            answer = box.request(wire.Checkpoint())
+                            copy = answer.value if answer.has_value else None
+                        except SandboxError:
+                            copy = None
+                    deferred.append((index, cell, entry, dict(ours), copy))
+                else:
+                    _run_test(cell, entry, ours, box, budget, limits, hidden=False)
+                    if cell.role == "locked":
+                        entry["outputs"] = []  # what the student's kernel shows: the sandbox's
             if cell.sandbox and box.stopped is None:
+                request = wire.Run(cell.sandbox, figures=cell.role == "locked")
                 try:
-                    answer = box.request(wire.Run(cell.sandbox))
+                    answer = box.request(request, callback=callbacks(box, {}, graded=False))
                 except SandboxError:
                     answer = None
                 if answer is not None and answer.interrupted:
                     interrupted.append(cell.grade_id or "added by the student")
-                if answer is not None and cell.role in ("answer", "extra"):
+                if answer is not None and cell.role in ("answer", "extra", "locked"):
                     for stream in ("stdout", "stderr"):
                         if getattr(answer, stream):
                             budget.stream(entry["outputs"], stream, getattr(answer, stream))
+                    missing = _not_installed(answer.error)
+                    if missing:
+                        budget.stream(entry["outputs"], "stderr", missing)
                     if answer.interrupted:
                         budget.stream(entry["outputs"], "stderr", answer.interrupted)
-            if kept_cell:
-                report({"cell": len(graded), "entry": entry})
-                graded.append(entry)
+                    if cell.role == "locked" and answer.error:
+                        budget.stream(entry["outputs"], "stderr", answer.error)
+                    budget.figures(entry["outputs"], answer.figures)
+            if cell.role == "test" and _is_held(cell.grade_id, held):
+                budget.stream(entry["outputs"], "stderr", held_note)
+            if kept_cell and not (cell.role == "test" and hidden):
+                report({"cell": position[index], "entry": entry})
+        if box.stopped is not None and stop_at == len(cells):
+            stop_at = len(cells) - 1
+        # the hidden tests: every cell of the notebook has run, and nothing the sandbox
+        # prints from now on is kept; they have a time of their own
+        box.output_kept = len(box.output)
+        box.deadline = time.monotonic() + limits.tests_seconds
+        if time_up is not None:
+            stop_at = min(stop_at, time_up - 1)  # (a second run goes no further)
+            timed_out = (
+                "the notebook ran longer than its time limit "
+                f"(notebook_seconds = {limits.notebook_seconds:g} s)"
+            )
+        left = []  # the hidden tests whose copy of the notebook was not there
+        for item in deferred:
+            index, cell, entry, namespace, copy = item
+            resumed = False
+            if copy is not None and box.stopped is None:
+                try:
+                    resumed = box.request(wire.Resume(copy)).error is None
+                except SandboxError:
+                    pass
+            if not resumed:
+                left.append(item)
+                continue
+            _run_test(cell, entry, namespace, box, budget, limits, hidden=True)
+            if box.stopped is None:
+                try:
+                    box.request(wire.Release())
+                except SandboxError:
+                    pass
+            if index in position:
+                report({"cell": position[index], "entry": entry})
+        if left:  # graded in a second run of the cells before them (see _replay)
+            sandbox_args = {"package": package, "unsafe": unsafe, "mpl_cache": mpl_cache}
+            why = box.stopped or "its copy of the notebook was gone"
+            _replay(left, cells, stop_at, why, limits, budget, sandbox_args, zygote)
+            for index, _, entry, _, _ in left:
+                if index in position:
+                    report({"cell": position[index], "entry": entry})
         stopped = box.stopped if box.stopped != "done" else None
+        if time_up is not None and stopped is None:
+            stopped = timed_out
         output = bytes(box.output[:4000]).decode(errors="replace")
+    graded = [entry for entry in planned if entry is not None]
     if box.note:
         notes.append(box.note)
     if interrupted:
@@ -411,5 +728,6 @@ def evaluate(
         "notes": notes,
         "stopped": stopped,
         "output": output,
+        "review": review,
         "seconds": round(time.monotonic() - started, 3),
     }

@@ -68,5 +68,6 @@ def assemble(plan: dict, reports: dict) -> dict:
         "notes": notes,
         "stopped": done["stopped"] or stopped,
         "output": done["output"],
+        "review": done.get("review") or [],
         "seconds": reports["seconds"],
     }

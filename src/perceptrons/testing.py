@@ -19,7 +19,17 @@ import numbers
 
 import numpy as np
 
-__all__ = ["assert_same", "keeps_inputs"]
+__all__ = ["NotSame", "assert_same", "keeps_inputs"]
+
+
+class NotSame(AssertionError):
+    """What :func:`assert_same` raises: the message, and ``what`` was compared (the words
+    the check gave it, without the values), which a grader may show where the values must
+    stay hidden."""
+
+    def __init__(self, message: str, what: str):
+        super().__init__(message)
+        self.what = what
 
 
 def _kind(value) -> str:
@@ -38,13 +48,15 @@ def _is_number(value) -> bool:
 def _numeric_array(value, what: str) -> np.ndarray:
     """``value`` as an array of numbers (bool arrays stay bool); AssertionError otherwise."""
     if value is None or isinstance(value, str | bytes | dict | set):
-        raise AssertionError(f"{what} must be an array of numbers; got {_kind(value)}")
+        raise NotSame(f"{what} must be an array of numbers; got {_kind(value)}", what)
     try:
         array = np.asarray(value)
     except ValueError as err:  # ragged nested lists
-        raise AssertionError(f"{what} must be a rectangular array of numbers") from err
+        raise NotSame(f"{what} must be a rectangular array of numbers", what) from err
+    if array.dtype.kind == "O" and all(_is_number(v) for v in array.ravel().tolist()):
+        array = array.astype(float)  # what np.frompyfunc returns: numbers, as objects
     if array.dtype.kind not in "biuf":
-        raise AssertionError(f"{what} must be an array of numbers; got dtype {array.dtype}")
+        raise NotSame(f"{what} must be an array of numbers; got dtype {array.dtype}", what)
     return array
 
 
@@ -68,27 +80,28 @@ def assert_same(
         raise ValueError(f"`rtol` and `atol` must be >= 0; got {rtol} and {atol}.")
     if _is_bool(expected):
         if not _is_bool(actual):
-            raise AssertionError(f"{what} must be True or False; got {_kind(actual)}")
+            raise NotSame(f"{what} must be True or False; got {_kind(actual)}", what)
         if bool(actual) != bool(expected):
-            raise AssertionError(f"{what} is {bool(actual)}; expected {bool(expected)}")
+            raise NotSame(f"{what} is {bool(actual)}; expected {bool(expected)}", what)
         return
     if isinstance(expected, tuple):
         is_array = isinstance(actual, np.ndarray) and actual.ndim >= 1
         if not (isinstance(actual, tuple | list) or is_array):
-            raise AssertionError(
+            raise NotSame(
                 f"{what} must be a tuple (or list, or array) of {len(expected)} items; "
-                f"got {_kind(actual)}"
+                f"got {_kind(actual)}",
+                what,
             )
         if len(actual) != len(expected):
-            raise AssertionError(f"{what} must have {len(expected)} items; got {len(actual)}")
+            raise NotSame(f"{what} must have {len(expected)} items; got {len(actual)}", what)
         for k, (a, e) in enumerate(zip(actual, expected, strict=True)):
             assert_same(a, e, rtol=rtol, atol=atol, what=f"{what}[{k}]")
         return
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
-            raise AssertionError(f"{what} must be a dict; got {_kind(actual)}")
+            raise NotSame(f"{what} must be a dict; got {_kind(actual)}", what)
         if set(actual) != set(expected):
-            raise AssertionError(f"{what} must have the keys {sorted(expected, key=repr)}")
+            raise NotSame(f"{what} must have the keys {sorted(expected, key=repr)}", what)
         for key, e in expected.items():
             assert_same(actual[key], e, rtol=rtol, atol=atol, what=f"{what}[{key!r}]")
         return
@@ -96,26 +109,27 @@ def assert_same(
         if isinstance(actual, np.ndarray) and actual.ndim == 0 and actual.dtype.kind in "iuf":
             actual = actual[()]
         if not _is_number(actual):
-            raise AssertionError(f"{what} must be a number; got {_kind(actual)}")
+            raise NotSame(f"{what} must be a number; got {_kind(actual)}", what)
         a, e = float(actual), float(expected)
         if not (a == e or math.isclose(a, e, rel_tol=rtol, abs_tol=atol)):
-            raise AssertionError(f"{what} is {a!r}; expected {e!r}")
+            raise NotSame(f"{what} is {a!r}; expected {e!r}", what)
         return
     reference = _numeric_array(expected, "the reference")
     array = _numeric_array(actual, what)
     if array.shape != reference.shape:
-        raise AssertionError(f"{what} must have shape {reference.shape}; got {array.shape}")
+        raise NotSame(f"{what} must have shape {reference.shape}; got {array.shape}", what)
     if (reference.dtype.kind == "b") != (array.dtype.kind == "b"):
         kind = "truth values" if reference.dtype.kind == "b" else "numbers"
-        raise AssertionError(f"{what} must be an array of {kind}")
+        raise NotSame(f"{what} must be an array of {kind}", what)
     a, e = array.astype(float), reference.astype(float)
     with np.errstate(invalid="ignore"):  # inf - inf: equal infinities pass by a == e
         close = (a == e) | (np.abs(a - e) <= atol + rtol * np.abs(e))
     if not np.all(close):
         k = tuple(int(i) for i in np.argwhere(~close)[0])
-        raise AssertionError(
+        raise NotSame(
             f"{what} differs at index {k}: {a[k]!r} where {e[k]!r} is expected "
-            f"({int(np.count_nonzero(~close))} of {close.size} values differ)"
+            f"({int(np.count_nonzero(~close))} of {close.size} values differ)",
+            what,
         )
 
 

@@ -2,9 +2,6 @@
 # PT, built on pt_step as asked; while the grader runs it, it walks up its frames looking
 # for the instructor's pt_step (the reference the tests run with) and keeps what it finds
 import sys, types
-# the check of what a graded function reaches (labtools.reach) runs in this process, so a
-# determined student turns it off first; what must hold is that nothing secret is here
-sys.modules["labtools.reach"].check = lambda *args, **kwargs: None
 found = []
 # two lines of the instructor's pt_step, joined at run time so that its own code never matches
 needles = ["".join(["(1.0 if w @ x ", ">= 0"]), "".join(["w + eta * ", "error * x"])]

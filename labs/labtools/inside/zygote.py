@@ -1,11 +1,19 @@
-"""The warm start: one parent in the sandbox imports once, each notebook is a fresh child.
+"""Where every notebook starts: one parent in the sandbox imports once, each notebook is a
+fresh child of it.
 
-Started by :class:`labtools.judge` (one per grading worker) as ``python -m labtools.zygote``
-in a bubblewrap sandbox (:func:`labtools.sandbox.zygote_command`). It imports what every
-lab needs (numpy, matplotlib with Agg, IPython, ipywidgets, the package; BLAS with one
-thread), then waits on its control socket (file descriptor 3). It holds nothing secret and
-nothing of any student: a request carries only the notebook's limits and user id, and the
-pipes of that notebook, which it hands on without reading.
+Started by the grader (:class:`labtools.sandbox.Zygote`) as
+``python -m labtools.inside.zygote`` in a bubblewrap sandbox
+(:func:`labtools.sandbox.zygote_command`), whose Python environment holds only what a lab
+may use (numpy, matplotlib, IPython, ipywidgets, the standard library) and the lab's own
+copy of the package (the functions the lab closes are not in it: :mod:`labtools.closed`).
+It imports what every notebook needs (numpy, matplotlib with Agg, IPython, ipywidgets, the
+package; BLAS with one thread), then waits on its control socket (file descriptor 3). It
+holds nothing secret and nothing of any student: a request carries only the notebook's
+limits and user id, and the pipes of that notebook, which it hands on without reading.
+
+The warm start keeps one such parent per grading worker and lab; the cold start
+(``--cold``) starts one for a single notebook. The notebook's process is made the same way
+in both, by the same code, so that nothing a notebook can observe tells the two apart.
 
 For each request it forks a *keeper*, which enters new mount, pid, network, IPC and host
 name namespaces and forks the *agent*, pid 1 of the new pid namespace. The agent, before
@@ -13,24 +21,25 @@ any student code runs:
 
 - mounts a fresh ``/proc`` (its own processes only), an empty ``/tmp`` and ``/dev/shm``
   (tmpfs of the notebook's ``tmp`` size), so nothing of an earlier child is there;
-- leaves root for the notebook's user id (which clears every capability), joins a fresh
-  session keyring, takes the notebook's limits (memory, processes, CPU, files) and the
-  seccomp filter of the cold sandbox (:mod:`labtools.seccomp`), dies with its keeper;
+- leaves root for the notebook's user id, drops every capability, joins a fresh session
+  keyring, takes the notebook's limits (memory, processes, CPU, files) and the seccomp
+  filter (:mod:`labtools.inside.seccomp`), dies with its keeper;
 - keeps only its pipes (requests 3, answers 4, output 1 and 2) and runs
-  :func:`labtools.agent.main`.
+  :func:`labtools.inside.agent.main`.
 
 The keeper sends the grader a pidfd of the agent (signals for interrupts and the kill),
 then waits: when the grader closes the notebook's *lifeline* pipe (or dies), it kills the
 agent, and with it, as pid 1, every process of the notebook; once it has reaped the
 agent, it closes its reply socket, which tells the grader that nothing of the notebook
-is left. A child cannot see the parent
-or another notebook's processes (pid namespace), cannot signal or trace them (another user
-id, no capabilities, seccomp), and finds nothing left by the one before (fresh ``/tmp``,
-``/dev/shm``, IPC and network; every other folder is read-only or not writable by it).
+is left. A child cannot see the parent or another notebook's processes (pid namespace),
+cannot signal or trace them (another user id or no capabilities, seccomp), and finds nothing
+left by the one before (fresh ``/tmp``, ``/dev/shm``, IPC and network; every other folder is
+read-only or not writable by it).
 
-This needs the grader to run as root (the parent keeps ``CAP_SYS_ADMIN``, ``CAP_SETUID``
-and ``CAP_SETGID``, the rights bubblewrap gives the cold sandbox's ``setpriv``); as an
-ordinary user the cold sandbox is used (:func:`labtools.sandbox.warm_available`).
+Where the grader runs as root, the parent keeps ``CAP_SYS_ADMIN``, ``CAP_SETUID`` and
+``CAP_SETGID`` and each notebook gets a user id of its own; as an ordinary user, bubblewrap
+gives it the same rights inside a user namespace, where the notebook keeps the one user id
+there is (nobody) and drops every capability.
 """
 
 from __future__ import annotations
@@ -52,11 +61,15 @@ CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
 MS_REC, MS_PRIVATE = 0x4000, 0x40000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS = 1, 4, 22, 38
+PR_CAPBSET_DROP = 24
 SECCOMP_MODE_FILTER = 2
 KEYCTL_JOIN_SESSION_KEYRING = 1
-SYS_KEYCTL = 250  # x86-64, the only machine the seccomp filter is written for
+SYS_KEYCTL, SYS_CAPSET = 250, 126  # x86-64, the only machine the seccomp filter knows
 
 libc = ctypes.CDLL(None, use_errno=True)
+# `grade --unsafe` on a machine without bubblewrap: the same start and protocol, without the
+# clean room (no namespaces, mounts, user id, filter): the student's code has the grader's rights
+UNSAFE = os.environ.get("LABTOOLS_UNSAFE") == "1"
 
 
 class _Fprog(ctypes.Structure):
@@ -104,25 +117,48 @@ def _fresh_tmp(size: str) -> None:
     os.close(old)
 
 
+PRELOAD = (
+    "numpy",
+    "numpy.linalg",
+    "matplotlib.pyplot",
+    "IPython.core.interactiveshell",
+    "ipywidgets",
+    "perceptrons",
+    "perceptrons.testing",
+    "perceptrons.plotting",
+    "perceptrons.widgets",
+)
+
+
 def prepare() -> None:
     """Import what every notebook needs, once; the parent then holds those modules only. (No
     font is opened here, nor any file: a child's agent closes or reuses every descriptor
     above its pipes, and a font's open file would be one of them.)"""
-    from labtools import agent
+    import importlib
+
+    from labtools.inside import agent, protocol, seccomp  # noqa: F401
 
     agent.warm_matplotlib_cache()
-    from labtools import reach, seccomp, wire  # noqa: F401
-
-    reach.preload()  # the modules every notebook needs (a cold agent imports the same)
-    reach.snapshot()  # what the modules hold, read once for every child (labtools.reach)
-
+    for name in PRELOAD:
+        importlib.import_module(name)
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # its memory is nobody's to read
     if threading.active_count() != 1 or len(os.listdir("/proc/self/task")) != 1:
         raise RuntimeError("the warm parent must be single-threaded when it forks")
 
 
+def _drop_capabilities() -> None:
+    """No capability left, in any set, for this process and what it starts (as root, the
+    change of user id has cleared them already; in a user namespace it does not)."""
+    for cap in range(64):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:
+            break  # EINVAL: past the last capability this kernel knows
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()
+    _check(libc.syscall(SYS_CAPSET, header, data), "capset")
+
+
 def _seccomp() -> None:
-    from labtools import seccomp
+    from labtools.inside import seccomp
 
     program = seccomp.program()
     buffer = ctypes.create_string_buffer(program, len(program))
@@ -133,6 +169,33 @@ def _seccomp() -> None:
 
 def _agent(job: dict, requests: int, answers: int, output: int) -> None:
     """pid 1 of the notebook's namespaces: a clean room, then the student's agent."""
+    if not UNSAFE:
+        _clean_room(job)
+    null = os.open(os.devnull, os.O_RDONLY)
+    high = [os.dup(fd) for fd in (requests, answers, output, null)]
+    for target, fd in zip((3, 4, 1, 0), high, strict=True):
+        os.dup2(fd, target)
+    os.dup2(1, 2)
+    os.closerange(5, 1 << 16)  # the control socket, the keeper's ends: none stay
+    if not UNSAFE:
+        os.chdir("/tmp")
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if not UNSAFE:
+        _seccomp()
+    import numpy
+
+    numpy.random.seed()  # noqa: NPY002 - the global generator a student may use, reseeded
+    from labtools.inside import agent
+
+    sys.argv[:] = [agent.__file__]
+    agent.main()
+
+
+def _clean_room(job: dict) -> None:
+    """Fresh /proc, /tmp and /dev/shm; the notebook's user id, no capability, a fresh
+    keyring, the notebook's limits."""
     size = f"size={job['tmp']},mode=1777"
     _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "private mounts")
     _mount("proc", "/proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
@@ -140,9 +203,11 @@ def _agent(job: dict, requests: int, answers: int, output: int) -> None:
     if os.path.isdir("/dev/shm"):
         _mount("tmpfs", "/dev/shm", MS_NOSUID | MS_NODEV, size)
     uid = job["uid"]
-    os.setgroups([])
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)  # from root to another uid: every capability is gone
+    if os.getuid() != uid:  # as root: a user id of its own (in a user namespace: the one)
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)  # from root to another uid: every capability is gone
+    _drop_capabilities()  # (and in a user namespace, where the uid stays, here)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # (cleared by the uid change)
     libc.syscall(SYS_KEYCTL, KEYCTL_JOIN_SESSION_KEYRING, None)
     for kind, value in (
@@ -154,25 +219,6 @@ def _agent(job: dict, requests: int, answers: int, output: int) -> None:
         (resource.RLIMIT_CORE, 0),
     ):
         resource.setrlimit(kind, (value, value))
-    null = os.open(os.devnull, os.O_RDONLY)
-    high = [os.dup(fd) for fd in (requests, answers, output, null)]
-    for target, fd in zip((3, 4, 1, 0), high, strict=True):
-        os.dup2(fd, target)
-    os.dup2(1, 2)
-    os.closerange(5, 1 << 16)  # the control socket, the keeper's ends: none stay
-    os.chdir("/tmp")
-    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    _seccomp()
-    import numpy
-
-    numpy.random.seed()  # noqa: NPY002 - the global generator a student may use, reseeded
-    from labtools import agent
-
-    agent.AGENT = os.getpid()
-    sys.argv[:] = [agent.__file__]  # as the cold start's python -m labtools.agent has it
-    agent.main()
 
 
 def _keeper(job: dict, fds: list[int]) -> None:
@@ -182,7 +228,8 @@ def _keeper(job: dict, fds: list[int]) -> None:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
-    _check(libc.unshare(flags), "unshare")
+    if not UNSAFE:
+        _check(libc.unshare(flags), "unshare")
     pid = os.fork()
     if pid == 0:
         code = 1
@@ -214,6 +261,25 @@ def _keeper(job: dict, fds: list[int]) -> None:
     conn.close()  # which the grader reads as the end of the notebook
 
 
+def single() -> None:
+    """A notebook's own sandbox, as an ordinary user: bubblewrap made its namespaces, /proc
+    and /tmp, and installed the seccomp filter; the grader set its limits and keyring.
+    Requests on 3, answers on 4, output on 1 and 2."""
+    prepare()
+    os.closerange(5, 1 << 16)
+    from labtools.inside import agent, protocol
+
+    agent.send(protocol.Answer(id="ready"))  # the imports are done: the notebook's time starts
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    import numpy
+
+    numpy.random.seed()  # noqa: NPY002 - the global generator a student may use, reseeded
+    sys.argv[:] = [agent.__file__]
+    agent.main()
+
+
 def serve() -> None:
     """The parent: a keeper per request on the control socket, until it closes."""
     prepare()
@@ -240,7 +306,7 @@ def serve() -> None:
                 _keeper(job, fds)
                 code = 0
             except BaseException as error:  # noqa: BLE001 - the grader sees no pidfd
-                print(f"labtools.zygote: a keeper failed: {error!r}", file=sys.stderr)
+                print(f"labtools.inside.zygote: a keeper failed: {error!r}", file=sys.stderr)
             finally:
                 os._exit(code)
         for fd in fds:
@@ -248,4 +314,4 @@ def serve() -> None:
 
 
 if __name__ == "__main__":
-    serve()
+    single() if os.environ.get("LABTOOLS_SINGLE") == "1" else serve()
