@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 from _helpers import ROOT, answered, course_made, fake_workers
 from labtools import __main__ as cli
-from labtools import intake, late, layout, record
+from labtools import intake, late, layout, record, timestamps
 from labtools.wire import TEXT
 from test_platform_exports import canvas_import, fputcsv, moodle_import, moodle_zip_import
 
@@ -157,7 +157,7 @@ def test_an_odd_timestamp_stops_nobody(course, tmp_path):
         ("cy", "2026-02-06 20:00:00.000000 UTC"),
     ):
         hand_in(submissions, student, answered(LAB))
-        (submissions / student / LAB / late.TIMESTAMP).write_text(stamp)
+        (submissions / student / LAB / timestamps.TIMESTAMP).write_text(stamp)
     code, out, err = grade(submissions, course)
     assert code == 0, err[-3000:]
     rows = table(course / "grades.csv")

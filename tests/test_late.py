@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from labtools import export, intake, late, layout
+from labtools import export, intake, late, layout, timestamps
 from labtools.__main__ import main
 from labtools.wire import Row, Status
 
@@ -72,7 +72,7 @@ def policy(text=POLICY):
 
 
 def at(when, source="timestamp.txt"):
-    return late.Submitted(when, source=source)
+    return timestamps.Submitted(when, source=source)
 
 
 def assess(student, when, total=8.0, lab="lab1", text=POLICY):
@@ -167,7 +167,7 @@ def test_an_override_wins_and_says_so():
 
 
 def test_a_canvas_late_mark_without_a_time_counts_as_unknown_late_days():
-    mark = late.Submitted(late=True, source="Canvas")
+    mark = timestamps.Submitted(late=True, source="Canvas")
     assert assess("ada", mark) == (
         10.0,
         0.8,
@@ -191,7 +191,7 @@ def test_an_extension_covers_a_late_mark_without_a_time():
     """Issue 40, item 3: a mark counts unknown_late_days after the due date, less the days
     of the student's extension: bea's 2 days cover the 1 day, and the status says so;
     with 3 days of marks, 1 is left; cy's extension to a date covers lab1 too."""
-    mark = late.Submitted(late=True, source="Canvas")
+    mark = timestamps.Submitted(late=True, source="Canvas")
     assert assess("bea", mark) == (
         0.0,
         0.0,
@@ -250,7 +250,7 @@ def nbgrader_stamp(when):
     from nbgrader.exchange.abc.exchange import Exchange
 
     timestamp_format = Exchange.class_traits()["timestamp_format"].default_value
-    assert timestamp_format == late.NBGRADER_FORMAT
+    assert timestamp_format == timestamps.NBGRADER_FORMAT
     # nbgrader's gettz("UTC") (dateutil) names its zone "UTC", as the standard library's does
     return when.astimezone(dt.UTC).strftime(timestamp_format)
 
@@ -282,11 +282,11 @@ def test_the_intake_reads_nbgraders_timestamp_exactly(tmp_path):
         "2026-02-07 10:30:15.123456+01:00",
         "2026-02-07 04:30:15.123456 America/New_York",
     ):
-        assert late.parse_timestamp(other) == when, other
+        assert timestamps.parse_timestamp(other) == when, other
         assert when.replace(tzinfo=None) == parse_utc(other), other
     # an offset as strftime's %z writes it: one hour (nbgrader's parse_utc takes +0100 as
     # 100 seconds, dateutil's reading of an int)
-    assert late.parse_timestamp("2026-02-07 10:30:15.123456 +0100") == when
+    assert timestamps.parse_timestamp("2026-02-07 10:30:15.123456 +0100") == when
 
 
 def test_the_intake_reads_the_timestamp_from_a_zip_too(tmp_path):
@@ -330,7 +330,7 @@ def test_a_canvas_late_mark_is_kept_as_late_without_a_time(tmp_path):
     work.mkdir()
     taken = intake.collect(archive, ["lab1"], work, LABS)
     assert taken.layout == "canvas" and taken.late == ["12345/lab1"]
-    assert taken.times == {("12345", "lab1"): late.Submitted(late=True, source="Canvas")}
+    assert taken.times == {("12345", "lab1"): timestamps.Submitted(late=True, source="Canvas")}
 
 
 # --- the policy file, refused entry by entry ---------------------------------------------
@@ -523,7 +523,7 @@ def test_grades_csv_and_grades_wide_csv_carry_the_deduction(course):
         course,
         {
             ("ada", "lab1"): at(DUE + 36 * HOUR),  # digest from ada's row
-            ("ada", "lab2"): late.Submitted(late=True, source="Canvas"),
+            ("ada", "lab2"): timestamps.Submitted(late=True, source="Canvas"),
             ("dan", "lab1"): at(DUE + 3 * DAY),
         },
     )
@@ -570,7 +570,7 @@ def test_grades_csv_and_grades_wide_csv_carry_the_deduction(course):
 
 def test_a_time_kept_for_another_notebook_is_not_used(course):
     (course / late.POLICY).write_text(POLICY)
-    late.record_times(course, {("ada", "lab1"): late.Submitted(DUE + 9 * DAY, digest="old")})
+    late.record_times(course, {("ada", "lab1"): timestamps.Submitted(DUE + 9 * DAY, digest="old")})
     row = read(export.export(course)["grades"])[0]
     assert (row["deduction"], row["adjusted_total"], row["status"]) == ("0.0", "8.0", "graded")
     assert late.read_times(course).of("ada", "lab1", "ada-lab1") is None

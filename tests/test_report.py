@@ -11,7 +11,7 @@ import pytest
 from _helpers import class_folder, need_chromium, random_answer, renamed
 from bs4 import BeautifulSoup
 from labtools import course as courses
-from labtools import report, similarity
+from labtools import report, similarity, timestamps
 from labtools.__main__ import main
 from labtools.record import read_row
 from labtools.similarity import Answer, similar_pairs
@@ -198,12 +198,12 @@ def course(tmp_path_factory):
     zone = dt.timezone(dt.timedelta(hours=1))
     digest = {s: read_row(courses.result_path(folder, s, LAB)).digest for s in ("ann", "bo", "cy")}
     late.record_times(folder, {
-        ("ann", LAB): late.Submitted(dt.datetime(2026, 2, 6, 20, 0, tzinfo=zone),
+        ("ann", LAB): timestamps.Submitted(dt.datetime(2026, 2, 6, 20, 0, tzinfo=zone),
                                      source="timestamp.txt", digest=digest["ann"]),
-        ("bo", LAB): late.Submitted(dt.datetime(2026, 2, 7, 2, 0, tzinfo=zone),
+        ("bo", LAB): timestamps.Submitted(dt.datetime(2026, 2, 7, 2, 0, tzinfo=zone),
                                     source="timestamp.txt", digest=digest["bo"]),
-        ("cy", LAB): late.Submitted(late=True, source="Canvas _LATE", digest=digest["cy"]),
-        ("di", LAB): late.Submitted(dt.datetime(2026, 2, 9, tzinfo=zone), digest="another"),
+        ("cy", LAB): timestamps.Submitted(late=True, source="Canvas _LATE", digest=digest["cy"]),
+        ("di", LAB): timestamps.Submitted(dt.datetime(2026, 2, 9, tzinfo=zone), digest="another"),
     })  # fmt: skip
     assert main(["report", "--course", str(folder)]) == 0
     return folder

@@ -3,7 +3,7 @@ limits, into typed values.
 
 Every file of a download that the tools read is parsed here and nowhere else: a submitted
 notebook (:func:`notebook`), nbgrader's ``timestamp.txt`` beside it
-(:func:`labtools.late.read_timestamp`, through :func:`read`), a platform's CSV
+(:func:`labtools.timestamps.read_timestamp`, through :func:`read`), a platform's CSV
 (:func:`table`). The parsing runs in a child of the command (:func:`labtools.children.fork`)
 whose address space may grow by at most :data:`MEMORY` and which is killed after
 :data:`SECONDS` on one file, so that no file can stop the command, hold its memory or
@@ -14,7 +14,7 @@ outlive it. Each file becomes a value with stated ranges:
   the door as the canonical JSON text this module writes of it, which is all that the
   grading, the course folder's submitted copy and the report read (nothing after the
   door parses what the student wrote);
-- a time: aware, in UTC, within the years :data:`labtools.late.YEARS`;
+- a time: aware, in UTC, within the years :data:`labtools.timestamps.YEARS`;
 - a table: rows of strings, as the platform wrote them.
 
 What fails is refused for its own file (:class:`Refused`, one line naming the file and

@@ -4,7 +4,7 @@ Three layouts are read as they come, from a folder or a zip:
 
 - **folders**, this project's own: ``[submitted/]<student>/<lab>/<lab>.ipynb``
   (:func:`labtools.layout.find_submissions`), with the time of each submission from the
-  ``timestamp.txt`` that nbgrader writes beside it (:func:`labtools.late.read_timestamp`);
+  ``timestamp.txt`` that nbgrader writes beside it (:func:`labtools.timestamps.read_timestamp`);
 - **Canvas** "Download submissions": flat files
   ``<name>[_LATE]_<userid>_<submissionid>_<file>``, ``<name>`` the student's name in lower
   case without spaces; the student id is the numeric ``<userid>`` (stable, and what Canvas's
@@ -64,7 +64,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from labtools import door, late, layout
+from labtools import door, layout, timestamps
 from labtools.layout import MAX_NOTEBOOK, Submission, UsageError
 
 MAX_EXTRACTED = 2**30  # bytes of notebooks written from one zip, all members together
@@ -129,7 +129,7 @@ class Intake:
     kept_apart: str = ""  # a line for the summary: Moodle names that fold alike, their ids
     # (student, lab) -> when it was submitted, as the layout tells: nbgrader's timestamp.txt
     # beside a folder submission, Canvas's _LATE mark (a mark without a time)
-    times: dict[tuple[str, str], late.Submitted] = field(default_factory=dict)
+    times: dict[tuple[str, str], timestamps.Submitted] = field(default_factory=dict)
     moodle_names: dict[str, str] | None = None  # the course folder's name map, if it grew
     # a Moodle download's participants: lab -> student id -> {"participant", "name"}
     participants: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
@@ -250,7 +250,9 @@ def extract(zip_path: Path, target: Path) -> _Listing:
                 problems.setdefault(name, f"the zip puts both a file and a folder at {hit!r}")
         written = 0
         for name in sorted(files):
-            wanted = name.lower().endswith(".ipynb") or PurePosixPath(name).name == late.TIMESTAMP
+            wanted = (
+                name.lower().endswith(".ipynb") or PurePosixPath(name).name == timestamps.TIMESTAMP
+            )
             if name in problems or _unsafe(name) or not wanted:
                 continue
             (info,) = files[name]
@@ -794,7 +796,9 @@ def _platform(
             )
         if where.late:
             result.late.append(f"{where.student}/{where.lab}")
-            result.times[(where.student, where.lab)] = late.Submitted(late=True, source="Canvas")
+            result.times[(where.student, where.lab)] = timestamps.Submitted(
+                late=True, source="Canvas"
+            )
         if where.attachment:
             result.canvas_files[(where.student, where.lab)] = {
                 "file": PurePosixPath(file).name, "attachment": where.attachment,
@@ -883,7 +887,7 @@ def _folders(listing: _Listing, labs: list[str], known: list[str]) -> Intake:
             result.unplaced.append(Unplaced(relative, why))
             continue
         found[(sub.student, sub.lab)] = sub
-        stamp = sub.path.parent / late.TIMESTAMP
+        stamp = sub.path.parent / timestamps.TIMESTAMP
         if os.path.lexists(stamp):  # nbgrader's, beside the notebook
             taken.add(_relative(listing.root, stamp))
             if not sub.refused:  # (a lab folder that is a link is not looked into)
@@ -955,7 +959,7 @@ def _folder_hint(file: str, known: list[str]) -> tuple[str, str, str]:
 def read_times(root: Path, stamps: dict[tuple[str, str], Path]) -> dict:
     """The times in these ``timestamp.txt`` files ((student, lab) -> path), read through the
     door (:func:`labtools.door.read`, in a child under limits): a
-    :class:`labtools.late.Submitted` each, in UTC within :data:`labtools.late.YEARS`, or
+    :class:`labtools.timestamps.Submitted` each, in UTC within :data:`labtools.timestamps.YEARS`, or
     with the problem that kept its time out."""
     keys = sorted(stamps)
     jobs = [functools.partial(_stamp, stamps[key]) for key in keys]
@@ -963,14 +967,14 @@ def read_times(root: Path, stamps: dict[tuple[str, str], Path]) -> dict:
     found = {}
     for key, let in zip(keys, door.read(jobs, names), strict=True):
         if let.refused is not None:
-            found[key] = late.Submitted(source=late.TIMESTAMP, problem=str(let.refused))
+            found[key] = timestamps.Submitted(source=timestamps.TIMESTAMP, problem=str(let.refused))
         else:
-            found[key] = late.Submitted.from_json(let.value)
+            found[key] = timestamps.Submitted.from_json(let.value)
     return found
 
 
 def _stamp(path: Path) -> dict:
-    return late.read_timestamp(path).to_json()  # (in the door's child)
+    return timestamps.read_timestamp(path).to_json()  # (in the door's child)
 
 
 def _relative(root: Path, path: Path) -> str:

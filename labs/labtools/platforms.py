@@ -103,7 +103,7 @@ def moodle_times(course: Path, lab: str, rows: list[list[str]], header: list[str
     import zoneinfo
 
     from labtools import course as courses
-    from labtools import late
+    from labtools import late, timestamps
     from labtools.intake import read_participants
 
     policy = late.load(course)
@@ -127,12 +127,14 @@ def moodle_times(course: Path, lab: str, rows: list[list[str]], header: list[str
             continue
         text = row[column].strip()
         try:
-            when = late.checked(dt.datetime.strptime(text, MOODLE_TIME).replace(tzinfo=zone), "")
+            when = timestamps.checked(
+                dt.datetime.strptime(text, MOODLE_TIME).replace(tzinfo=zone), ""
+            )
         except ValueError:
             if text not in ("", "-"):
                 unread.append(f"{student} ({text!r})")
             continue
-        times[(student, lab)] = late.Submitted(when, source="Moodle worksheet")
+        times[(student, lab)] = timestamps.Submitted(when, source="Moodle worksheet")
     late.record_times(course, times)
     if unread:
         return f"Moodle submission times not read (not {MOODLE_TIME}): {', '.join(unread)}"
