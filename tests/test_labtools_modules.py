@@ -5,6 +5,7 @@ declared once, so that ``tasks.py`` and ``python -m labtools`` accept the same o
 import argparse
 import ast
 import importlib
+import re
 import sys
 
 import pytest
@@ -13,26 +14,47 @@ from _helpers import ROOT
 import tasks
 
 PACKAGE = ROOT / "labs" / "labtools"
-MODULES = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
+# every module, by its dotted name under labtools ("grade", "inside.agent"); a package's
+# __init__.py holds its docstring only
+MODULES = sorted(
+    ".".join(p.relative_to(PACKAGE).with_suffix("").parts)
+    for p in PACKAGE.rglob("*.py")
+    if p.stem != "__init__"
+)
+NAMED = re.compile(r"labtools(\.\w+)+(:\w+)?")  # a module named in a string: "-m labtools.x"
+
+
+def path_of(module: str):
+    return PACKAGE.joinpath(*module.split(".")).with_suffix(".py")
+
+
+def module_of(dotted: str) -> str | None:
+    """The labtools module that ``dotted`` (labtools.a.b.name) names or is in, or None."""
+    parts = dotted.split(".")
+    if parts[0] != "labtools":
+        return None
+    for end in range(len(parts), 1, -1):
+        if (name := ".".join(parts[1:end])) in MODULES:
+            return name
+    return None
 
 
 def imports_of(module: str) -> set[str]:
-    """The labtools modules that ``module`` imports, anywhere in its source."""
-    tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+    """The labtools modules that ``module`` imports, anywhere in its source (and those a
+    string names whole, as ``python -m labtools.x`` or a task "labtools.x:function")."""
+    tree = ast.parse(path_of(module).read_text())
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module]
-            if node.module == "labtools":  # from labtools import a, b: modules by name
-                names = [f"labtools.{alias.name}" for alias in node.names]
+            # from labtools.a import b: the module labtools.a.b if there is one, else labtools.a
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names = [node.value.partition(":")[0]] if NAMED.fullmatch(node.value) else []
         else:
             continue
-        for name in names:
-            parts = name.split(".")
-            if parts[0] == "labtools" and len(parts) > 1 and parts[1] in MODULES:
-                found.add(parts[1])
+        found |= {name for name in map(module_of, names) if name}
     return found - {module}
 
 
@@ -175,7 +197,7 @@ def test_a_db_that_is_not_postgresql_and_a_server_that_fails_are_one_line():
 
 # the modules of the sandbox's side: what they write is their own scratch (a sandbox's /tmp,
 # matplotlib's cache), never a path of the course folder, which no worker or sandbox is given
-SANDBOX_SIDE = {"agent", "zygote", "sandbox", "judge", "seccomp", "reach", "forbid", "verdicts"}
+SANDBOX_SIDE = {m for m in MODULES if m.startswith("inside.")} | {"sandbox", "judge", "verdicts"}
 # (module, function, call) -> why it may write directly; anything else goes through
 # labtools.layout.whole (a temporary file beside the target, renamed over it once complete)
 WRITES_ALLOWED = {
@@ -225,7 +247,7 @@ def writes_of(module: str) -> set[tuple[str, str, str]]:
                     found.add((module, inside, call))
             visit(child, inside)
 
-    visit(ast.parse((PACKAGE / f"{module}.py").read_text()), "")
+    visit(ast.parse(path_of(module).read_text()), "")
     return found
 
 
