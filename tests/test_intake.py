@@ -72,7 +72,7 @@ def test_the_folders_layout_is_read_as_before(tmp_path):
     (root / "dee" / "mywork.ipynb").write_text("{}")  # no lab folder
     taken = intake.collect(tmp_path / "in", LABS, tmp_path)
     assert taken.layout == "folders"
-    assert taken.submissions == layout.find_submissions(tmp_path / "in", LABS)
+    assert taken.submissions == intake.find_submissions(tmp_path / "in", LABS)
     assert rows(taken)[("cy", LAB)] == f"refused: no {NB} in the lab folder"
     assert unplaced(taken) == {
         f"submitted/bob/{LAB}/scratch.txt": "not <student>/<lab>/<lab>.ipynb",

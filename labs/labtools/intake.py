@@ -3,7 +3,7 @@
 Three layouts are read as they come, from a folder or a zip:
 
 - **folders**, this project's own: ``[submitted/]<student>/<lab>/<lab>.ipynb``
-  (:func:`labtools.layout.find_submissions`), with the time of each submission from the
+  (:func:`find_submissions`), with the time of each submission from the
   ``timestamp.txt`` that nbgrader writes beside it (:func:`labtools.timestamps.read_timestamp`);
 - **Canvas** "Download submissions": flat files
   ``<name>[_LATE]_<userid>_<submissionid>_<file>``, ``<name>`` the student's name in lower
@@ -65,7 +65,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from labtools import door, layout, timestamps
-from labtools.layout import MAX_NOTEBOOK, Submission, UsageError
+from labtools.layout import (
+    MAX_NOTEBOOK,
+    Submission,
+    UsageError,
+    _is_link,
+    file_refusal,
+    valid_student,
+)
 
 MAX_EXTRACTED = 2**30  # bytes of notebooks written from one zip, all members together
 MAX_MEMBERS = 50_000  # entries in one zip (a platform's download of a class is far below)
@@ -871,14 +878,55 @@ def canvas_people(places: list[_Place]) -> list[str]:
     ]
 
 
+def find_submissions(root: Path, labs: list[str]) -> list[Submission]:
+    """Every (student, lab) notebook under ``root``, sorted; refused ones carry a reason."""
+    root = Path(root)
+    if _is_link(root):
+        raise UsageError(f"`submissions` must not be a symbolic link: {root}")
+    candidates = [root / "submitted", root]
+    candidates += [p for p in sorted(root.iterdir()) if p.is_dir() and not _is_link(p)]
+    for base in candidates:
+        if not base.is_dir() or _is_link(base):
+            continue
+        found = []
+        for student_dir in sorted(base.iterdir()):
+            student = student_dir.name
+            for lab in labs:
+                notebook = student_dir / lab / f"{lab}.ipynb"
+                if not (student_dir / lab).exists() and not _is_link(student_dir / lab):
+                    continue
+                found.append(Submission(student, lab, notebook, _refusal(student_dir, lab)))
+        if found:
+            return found
+    return []
+
+
+def _refusal(student_dir: Path, lab: str) -> str | None:
+    notebook = student_dir / lab / f"{lab}.ipynb"
+    if not valid_student(student_dir.name):
+        return "refused: the folder name is not a valid student id"
+    for path, what in (
+        (student_dir, "student folder"),
+        (student_dir / lab, "lab folder"),
+        (notebook, "notebook"),
+    ):
+        if _is_link(path):
+            return f"refused: the {what} is a symbolic link"
+    try:
+        info = os.lstat(notebook)
+    except OSError:
+        return f"refused: no {lab}.ipynb in the lab folder"
+    return file_refusal(info)
+
+
 def _folders(listing: _Listing, labs: list[str], known: list[str]) -> Intake:
-    """This project's own layout: :func:`labtools.layout.find_submissions`, and then what
+    """This project's own layout: :func:`find_submissions`, and then what
     it cannot see: zip problems, ids that differ only in case, invalid ids, other files."""
     result = Intake("folders", [])
     found = {}
     taken: set[str] = set()
     stamps: dict[tuple[str, str], Path] = {}
-    for sub in layout.find_submissions(listing.root, labs):
+    for sub in find_submissions(listing.root, labs):
         relative = _relative(listing.root, sub.path)
         sub.file = relative
         taken |= {relative, *(str(p) for p in PurePosixPath(relative).parents)}

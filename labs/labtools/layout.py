@@ -2,10 +2,11 @@
 only, so that ``tasks.py`` can check its arguments before it installs anything.
 
 Submissions are laid out as ``<root>/[submitted/]<student>/<lab>/<lab>.ipynb`` (one more
-folder around it is looked through); :mod:`labtools.intake` reads the learning platforms'
-downloads and zips, and calls :func:`find_submissions` for this layout.
+folder around it is looked through); :mod:`labtools.intake` reads this layout
+(:func:`labtools.intake.find_submissions`), the learning platforms' downloads and zips.
 They are taken as files and nothing else: a symbolic link anywhere below the root, a
-notebook that is not a regular file, or one larger than :data:`MAX_NOTEBOOK` is refused.
+notebook that is not a regular file, or one larger than :data:`MAX_NOTEBOOK` is refused
+(:func:`file_refusal`).
 """
 
 from __future__ import annotations
@@ -63,47 +64,6 @@ def _is_link(path: Path) -> bool:
         return stat.S_ISLNK(os.lstat(path).st_mode)
     except OSError:
         return False
-
-
-def find_submissions(root: Path, labs: list[str]) -> list[Submission]:
-    """Every (student, lab) notebook under ``root``, sorted; refused ones carry a reason."""
-    root = Path(root)
-    if _is_link(root):
-        raise UsageError(f"`submissions` must not be a symbolic link: {root}")
-    candidates = [root / "submitted", root]
-    candidates += [p for p in sorted(root.iterdir()) if p.is_dir() and not _is_link(p)]
-    for base in candidates:
-        if not base.is_dir() or _is_link(base):
-            continue
-        found = []
-        for student_dir in sorted(base.iterdir()):
-            student = student_dir.name
-            for lab in labs:
-                notebook = student_dir / lab / f"{lab}.ipynb"
-                if not (student_dir / lab).exists() and not _is_link(student_dir / lab):
-                    continue
-                found.append(Submission(student, lab, notebook, _refusal(student_dir, lab)))
-        if found:
-            return found
-    return []
-
-
-def _refusal(student_dir: Path, lab: str) -> str | None:
-    notebook = student_dir / lab / f"{lab}.ipynb"
-    if not valid_student(student_dir.name):
-        return "refused: the folder name is not a valid student id"
-    for path, what in (
-        (student_dir, "student folder"),
-        (student_dir / lab, "lab folder"),
-        (notebook, "notebook"),
-    ):
-        if _is_link(path):
-            return f"refused: the {what} is a symbolic link"
-    try:
-        info = os.lstat(notebook)
-    except OSError:
-        return f"refused: no {lab}.ipynb in the lab folder"
-    return file_refusal(info)
 
 
 def file_refusal(info: os.stat_result) -> str | None:
