@@ -355,9 +355,9 @@ def labtools_options():
 
 
 def check_grade_arguments(args: argparse.Namespace) -> None:
-    """What `grade` can check before anything is installed (labtools.layout is stdlib)."""
+    """What `grade` can check before anything is installed (labtools.door.layout is stdlib)."""
     sys.path.insert(0, str(ROOT / "labs"))
-    from labtools.layout import UsageError, check_arguments
+    from labtools.door.layout import UsageError, check_arguments
 
     try:
         check_arguments(args.submissions, args.course, args.labs, args.jobs)

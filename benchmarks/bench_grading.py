@@ -27,7 +27,8 @@ from pathlib import Path
 
 import nbformat
 from labtools import course as courses
-from labtools import grade, layout
+from labtools import grade
+from labtools.door import layout
 from nbclient import NotebookClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

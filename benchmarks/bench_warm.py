@@ -49,8 +49,9 @@ import time
 from pathlib import Path
 
 import nbformat
-from labtools import cluster, grade, layout, sandbox
+from labtools import cluster, grade, sandbox
 from labtools import course as courses
+from labtools.door import layout
 from labtools.record import read_row
 from nbclient import NotebookClient
 

@@ -199,8 +199,8 @@ def class_folder(course, results, labs=None):
     import hashlib
     import shutil
 
-    from labtools import layout
     from labtools import notebook as nbcells
+    from labtools.door import layout
     from labtools.wire import Row, Status
 
     labs = ROOT / "labs" if labs is None else labs
@@ -329,7 +329,8 @@ class FakeWorkers:
     def submit(self, fn, *args):
         import concurrent.futures
 
-        from labtools import feedback, layout, worker
+        from labtools import feedback, worker
+        from labtools.door import layout
 
         future = concurrent.futures.Future()
         if fn is worker.grade_task:

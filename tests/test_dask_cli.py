@@ -20,10 +20,11 @@ from pathlib import Path
 
 import pytest
 from _helpers import free_port, need_sandbox
-from labtools import cluster, grade, layout, sandbox, schedule, worker
+from labtools import cluster, grade, sandbox, schedule, worker
 from labtools import course as courses
 from labtools.__main__ import main
-from labtools.layout import UsageError
+from labtools.door import layout
+from labtools.door.layout import UsageError
 from test_grading import LAB, LABS, hand_in, nb_of, plant_cells, rows_of, solved
 
 DASK = Path(sys.executable).with_name("dask")

@@ -34,7 +34,8 @@ from pathlib import Path
 import pytest
 from _helpers import ROOT, answered, course_made, fake_workers
 from labtools import __main__ as cli
-from labtools import intake, late, layout, record, timestamps
+from labtools import late, record
+from labtools.door import intake, layout, timestamps
 from labtools.wire import TEXT
 from test_platform_exports import canvas_import, fputcsv, moodle_import, moodle_zip_import
 

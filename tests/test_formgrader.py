@@ -20,7 +20,8 @@ import pytest
 import vendor_assets
 from _helpers import course_made, free_port, need_chromium, need_sandbox, sandbox_lock
 from labtools import course as courses
-from labtools import export, feedback, formgrader, grade, layout
+from labtools import export, feedback, formgrader, grade
+from labtools.door import layout
 from test_grading import LAB, LIMITS, hand_in, rows_of, solved
 
 PIPE = 2**16  # bytes a Linux pipe holds: the old server blocked once its log filled one

@@ -34,17 +34,8 @@ from _helpers import (
     scores,
 )
 from labtools import course as courses
-from labtools import (
-    grade,
-    layout,
-    notebook,
-    release,
-    render,
-    sandbox,
-    schedule,
-    verdicts,
-    wire,
-)
+from labtools import grade, notebook, release, render, sandbox, schedule, verdicts, wire
+from labtools.door import layout
 
 LABS = ROOT / "labs"
 LAB = "lab1_perceptron"

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 from _helpers import ROOT, answered
-from labtools import closed, layout
+from labtools import closed
+from labtools.door import layout
 
 from perceptrons import handin
 

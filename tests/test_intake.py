@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 from _helpers import answered, course_made, need_sandbox
-from labtools import grade, intake, layout, sandbox, wire
+from labtools import grade, sandbox, wire
+from labtools.door import intake, layout
 
 LAB = "lab1_perceptron"
 NB = f"{LAB}.ipynb"

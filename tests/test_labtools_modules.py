@@ -88,7 +88,7 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_no_labtools_module_imports_itself_back():
     graph = {module: imports_of(module) for module in MODULES}
-    assert graph["release"] == {"course", "layout"}  # release and grade did
+    assert graph["release"] == {"course", "door.layout"}  # release and grade did
     assert cycle(graph) is None, " -> ".join(cycle(graph))
 
 
@@ -98,7 +98,7 @@ def test_every_labtools_module_imports(module):
 
 
 def test_the_options_tasks_py_needs_first_are_standard_library():
-    for module in ("layout", "options"):
+    for module in ("door.layout", "options"):
         assert imports_of(module) == set(), module  # tasks.py reads them before any install
 
 
@@ -174,7 +174,7 @@ def test_a_database_password_is_never_shown(url, shown):
 
 def test_a_db_that_is_not_postgresql_and_a_server_that_fails_are_one_line():
     from labtools import course
-    from labtools.layout import UsageError
+    from labtools.door.layout import UsageError
 
     with pytest.raises(UsageError, match="SQLite is the default"):
         course.check_db_url("sqlite:///gradebook.db")
@@ -199,16 +199,16 @@ def test_a_db_that_is_not_postgresql_and_a_server_that_fails_are_one_line():
 # matplotlib's cache), never a path of the course folder, which no worker or sandbox is given
 SANDBOX_SIDE = {m for m in MODULES if m.startswith("inside.")} | {"sandbox", "judge", "verdicts"}
 # (module, function, call) -> why it may write directly; anything else goes through
-# labtools.layout.whole (a temporary file beside the target, renamed over it once complete)
+# labtools.door.layout.whole (a temporary file beside the target, renamed over it once complete)
 WRITES_ALLOWED = {
-    ("layout", "whole", "os.open"): "the one writer: a temporary file beside the target",
-    ("layout", "whole", "os.fdopen"): "the same file, then renamed over the target",
+    ("door.layout", "whole", "os.open"): "the one writer: a temporary file beside the target",
+    ("door.layout", "whole", "os.fdopen"): "the same file, then renamed over the target",
     ("course", "locked", "os.open"): "the lock file, which holds the holder's pid only",
     ("course", "copy_folder", "shutil.copytree"): "a folder copied beside its place, renamed",
     ("platforms", "_moodle", "zipfile.ZipFile"): "the zip written into layout.whole's file",
     ("platforms", "canvas_feedback", "zipfile.ZipFile"): "the zip written into layout.whole's file",
     ("formgrader", "start", "open"): "formgrader's log, appended by the server it starts",
-    ("intake", "extract", "open"): "a zip's notebooks, into the run's scratch folder",
+    ("door.intake", "extract", "open"): "a zip's notebooks, into the run's scratch folder",
     ("release", "generate", "write_text"): "labs/release of the repository, no course folder",
     ("closed", "build", "write_text"): "a lab's copy of the package, in a folder of its own",
 }
@@ -272,7 +272,7 @@ def test_the_write_finder_finds_each_kind_of_write(tmp_path, monkeypatch):
 def test_no_module_writes_a_course_folders_file_but_through_layout_whole():
     """Round 5, finding 14: ``grades.csv`` was written with ``open(path, "w")`` and a full
     disk left half of it. Every write of the instructor's tools is listed here with why it
-    may be direct; every other goes through ``labtools.layout.whole``."""
+    may be direct; every other goes through ``labtools.door.layout.whole``."""
     found = set().union(*(writes_of(m) for m in MODULES if m not in SANDBOX_SIDE))
     assert found == set(WRITES_ALLOWED), found ^ set(WRITES_ALLOWED)
 

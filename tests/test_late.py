@@ -13,8 +13,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from labtools import export, intake, late, layout, timestamps
+from labtools import export, late
 from labtools.__main__ import main
+from labtools.door import intake, layout, timestamps
 from labtools.wire import Row, Status
 
 LABS = ["lab1", "lab2"]

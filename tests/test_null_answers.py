@@ -49,7 +49,8 @@ from _helpers import (
     need_sandbox,
     sandbox_lock,
 )
-from labtools import grade, layout, notebook, sandbox
+from labtools import grade, notebook, sandbox
+from labtools.door import layout
 from labtools.wire import Status
 
 LABS = ROOT / "labs"

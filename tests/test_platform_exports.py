@@ -33,8 +33,9 @@ import zipfile
 import pytest
 from _helpers import ROOT, answered, course_made, need_sandbox, sandbox_lock
 from labtools import __main__ as cli
-from labtools import grade, intake, layout, platforms, sandbox
-from labtools.layout import UsageError
+from labtools import grade, platforms, sandbox
+from labtools.door import intake, layout
+from labtools.door.layout import UsageError
 
 LAB1, LAB2 = "lab1_perceptron", "lab2_convergence"
 LIMITS = sandbox.Limits(cell_seconds=10)

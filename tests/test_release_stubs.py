@@ -4,7 +4,8 @@
 import json
 
 from _helpers import ROOT
-from labtools import layout, notebook, release
+from labtools import notebook, release
+from labtools.door import layout
 
 
 def value_cell(solution: str) -> dict:

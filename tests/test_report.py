@@ -11,8 +11,9 @@ import pytest
 from _helpers import class_folder, need_chromium, random_answer, renamed
 from bs4 import BeautifulSoup
 from labtools import course as courses
-from labtools import report, similarity, timestamps
+from labtools import report, similarity
 from labtools.__main__ import main
+from labtools.door import timestamps
 from labtools.record import read_row
 from labtools.similarity import Answer, similar_pairs
 

@@ -10,7 +10,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from _helpers import ROOT
-from labtools import layout, notebook
+from labtools import notebook
+from labtools.door import layout
 from labtools.notebook import Cell
 
 LABS = ROOT / "labs"

@@ -37,7 +37,8 @@ import pytest
 from _helpers import answered, course_made, fake_workers
 from labtools import __main__ as cli
 from labtools import course as courses
-from labtools import intake, late, layout
+from labtools import late
+from labtools.door import intake, layout
 from test_platform_exports import canvas_import
 
 LAB = "lab1_perceptron"

@@ -189,7 +189,7 @@ def test_framing_has_one_home():
 )
 def test_limits_on_the_command_line_are_checked(given, says):
     from labtools.__main__ import limits_from, parser
-    from labtools.layout import UsageError
+    from labtools.door.layout import UsageError
 
     args = parser().parse_args(["grade", "x", *(f"--limit={g}" for g in given)])
     with pytest.raises(UsageError, match=says):

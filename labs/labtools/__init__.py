@@ -3,7 +3,7 @@
 - :mod:`labtools.release`: the student versions, generated from the sources by nbgrader;
 - :mod:`labtools.grade`: one grading run of a class into a course folder, step by step:
   - :mod:`labtools.course`: the course folder (nbgrader's course, its gradebook);
-  - :mod:`labtools.intake` and :mod:`labtools.layout`: the submissions (folders, zips,
+  - :mod:`labtools.door.intake` and :mod:`labtools.door.layout`: the submissions (folders, zips,
     Canvas and Moodle downloads);
   - :mod:`labtools.schedule`: the notebooks on workers (the local pool, or a dask
     cluster's: :mod:`labtools.cluster`);

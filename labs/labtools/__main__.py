@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from labtools import options
-from labtools.layout import UsageError
+from labtools.door.layout import UsageError
 
 
 def limits_from(args):
@@ -50,7 +50,8 @@ def _grade(args) -> None:
     with contextlib.ExitStack() as stack:
         executor = None
         if args.scheduler:  # a dask cluster's workers (labtools.cluster), checked first
-            from labtools import cluster, layout
+            from labtools import cluster
+            from labtools.door import layout
 
             layout.check_arguments(args.submissions, args.course, args.labs, args.jobs)
             executor = stack.enter_context(cluster.executor(args.scheduler, unsafe=args.unsafe))
@@ -68,7 +69,7 @@ def _grade(args) -> None:
             feedback=args.feedback,
             db=args.db,
         )
-    from labtools.intake import shown
+    from labtools.door.intake import shown
 
     names = summary.get("student names") or summary.get("names") or {}
 
@@ -150,7 +151,7 @@ def week(found) -> None:
 
 def _export(args) -> None:
     from labtools import course as courses
-    from labtools import layout
+    from labtools.door import layout
     from labtools.export import export
 
     if args.column and not args.canvas:
@@ -205,7 +206,7 @@ def _export(args) -> None:
 
 def _feedback(args) -> None:
     from labtools import course as courses
-    from labtools import layout
+    from labtools.door import layout
     from labtools.feedback import generate_feedback
 
     course = Path(args.course)
@@ -224,7 +225,7 @@ def _feedback(args) -> None:
 
 def _report(args) -> None:
     from labtools import course as courses
-    from labtools import layout
+    from labtools.door import layout
     from labtools.report import write_report
 
     course = Path(args.course)
@@ -235,7 +236,8 @@ def _report(args) -> None:
 
 def _review(args) -> None:
     from labtools import course as courses
-    from labtools import layout, review
+    from labtools import review
+    from labtools.door import layout
 
     course = Path(args.course)
     layout.existing_course(course)
@@ -251,7 +253,8 @@ def _release(args) -> None:
 
 
 def _formgrader(args) -> None:
-    from labtools import course, formgrader, layout
+    from labtools import course, formgrader
+    from labtools.door import layout
 
     layout.existing_course(Path(args.course))
     course.use_gradebook(Path(args.course), args.db)

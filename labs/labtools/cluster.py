@@ -27,7 +27,7 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from labtools.layout import UsageError
+from labtools.door.layout import UsageError
 
 CONNECT_SECONDS = 10.0  # for the scheduler to answer, and for a first worker to be there
 

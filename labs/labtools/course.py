@@ -32,8 +32,9 @@ import sys
 import urllib.parse
 from pathlib import Path
 
-from labtools import children, layout
-from labtools.layout import COURSE, LABS, LOCK, MARK, UsageError
+from labtools import children
+from labtools.door import layout
+from labtools.door.layout import COURSE, LABS, LOCK, MARK, UsageError
 from labtools.options import masked
 
 DB = "gradebook.db"
@@ -256,7 +257,7 @@ def back_up_gradebook(course: Path, seconds: float = 2.0) -> Path | None:
 
 @contextlib.contextmanager
 def locked(course: Path, job: str = "grading"):
-    """Hold the course folder's lock (``fcntl.flock`` on :data:`labtools.layout.LOCK`,
+    """Hold the course folder's lock (``fcntl.flock`` on :data:`labtools.door.layout.LOCK`,
     released by the system when this process ends, however it ends) while a run writes
     it (``job``: grading, export, feedback); refuse at once (UsageError) when another run
     holds it, naming that run's job and pid."""

@@ -10,7 +10,7 @@ submission in the course folder (graded or not), or with a due date in the late 
 A lab not set yet is not "missing" for every student, and its points are not in the
 maximum (``docs/decisions/a-week-that-says-what-is-pending.md``).
 
-Beside each student id, the name the course folder knows (:func:`labtools.intake.
+Beside each student id, the name the course folder knows (:func:`labtools.door.intake.
 student_names`: Canvas's gradebook export, else the download). Each row says what still
 waits (``waiting``: points of answers not yet graded by hand), and :attr:`Exported.pending`
 says, in lines with the command that finishes each, what is not final: grading by hand,
@@ -30,7 +30,8 @@ import shlex
 from pathlib import Path
 
 from labtools import course as courses
-from labtools import late, layout
+from labtools import late
+from labtools.door import layout
 from labtools.options import course_args
 from labtools.record import read_row
 from labtools.wire import NAME, Status, capped
@@ -81,7 +82,7 @@ def collect(course) -> Exported:
     gradebook, late policy and times, names), nothing written."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    from labtools import intake
+    from labtools.door import intake
 
     course = Path(course)
     courses.check_gradebook(course)  # one line for a gradebook locked, damaged or emptied
@@ -152,7 +153,7 @@ def collect(course) -> Exported:
 
 
 def _who(students: list[str], names: dict[str, str]) -> str:
-    from labtools.intake import shown
+    from labtools.door.intake import shown
 
     listed = ", ".join(shown(s, names) for s in students[:SHOWN])
     return listed + (f" and {len(students) - SHOWN} more" if len(students) > SHOWN else "")
@@ -162,7 +163,7 @@ def pending(course: Path, found: Exported) -> list[str]:
     """What is not final, a line each, with what finishes it: points that wait for grading
     by hand, answers held for review, notebooks not graded, notebooks of a download that
     could not be placed, labs not set yet."""
-    from labtools import intake
+    from labtools.door import intake
 
     args = course_args(course)
     lines = []

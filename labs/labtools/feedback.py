@@ -26,7 +26,7 @@ import warnings
 from pathlib import Path
 
 from labtools import course as courses
-from labtools.layout import UsageError, write_whole
+from labtools.door.layout import UsageError, write_whole
 from labtools.options import course_args
 from labtools.record import read_row
 

@@ -47,7 +47,7 @@ import urllib.request
 from pathlib import Path
 
 from labtools import course as course_folder
-from labtools import layout
+from labtools.door import layout
 
 LOG = Path("logs") / "formgrader.log"  # in the course folder, appended by each start
 MEMORY = 8 * 2**30  # bytes of address space for the server (RLIMIT_AS)

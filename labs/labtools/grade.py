@@ -6,7 +6,7 @@
 
 1. the course folder, made or brought up to date (:mod:`labtools.course`);
 2. the submissions, read from a folder, a zip or a Canvas or Moodle download
-   (:mod:`labtools.intake`, :mod:`labtools.layout`); a notebook graded before is skipped
+   (:mod:`labtools.door.intake`, :mod:`labtools.door.layout`); a notebook graded before is skipped
    unless ``regrade``;
 3. the rest graded on workers (:mod:`labtools.schedule`: the local pool or a dask cluster's
    executor, :mod:`labtools.cluster`), each notebook by :func:`labtools.worker.grade_task`;
@@ -29,9 +29,10 @@ import tempfile
 from pathlib import Path
 
 from labtools import course as courses
-from labtools import door, intake, late, layout, notebook, schedule
+from labtools import late, notebook, schedule
+from labtools.door import intake, layout, parse
+from labtools.door.layout import UsageError
 from labtools.export import export
-from labtools.layout import UsageError
 from labtools.record import STALE, read_row
 from labtools.sandbox import Limits
 from labtools.wire import TEXT, Status, capped
@@ -62,7 +63,7 @@ def grade(
     what the intake reports.
 
     submissions : a folder or zip: ``[submitted/]<student>/<lab>/<lab>.ipynb``, or a Canvas
-        or Moodle download (see :mod:`labtools.intake`; the summary lists what it could
+        or Moodle download (see :mod:`labtools.door.intake`; the summary lists what it could
         not place under "not placed")
     course : the course folder, made on the first run and reused after
         (:mod:`labtools.course`)
@@ -227,7 +228,7 @@ def chosen(taken, submissions: Path, labs: list[str], students: list[str] | None
 
 
 def admit(course: Path, todo: list) -> list:
-    """The door for the notebooks a run grades (:func:`labtools.door.notebook`, in a
+    """The door for the notebooks a run grades (:func:`labtools.door.parse.notebook`, in a
     child under limits): each one's data becomes the door's canonical text, or its row a
     refusal that names the file and what to do (another lab's notebook too:
     :func:`other_lab`). ``todo``: [(submission, digest, bytes)], returned as that."""
@@ -240,7 +241,7 @@ def admit(course: Path, todo: list) -> list:
     chosen = [k for k, (sub, _, data) in enumerate(todo) if not sub.refused and data is not None]
     jobs = [
         functools.partial(
-            door.notebook,
+            parse.notebook,
             todo[k][2],
             f"{todo[k][0].lab}.ipynb",
             functools.partial(other_lab, lab=todo[k][0].lab, locked=locked),
@@ -249,7 +250,7 @@ def admit(course: Path, todo: list) -> list:
     ]
     names = [f"{todo[k][0].lab}.ipynb" for k in chosen]
     admitted = list(todo)
-    for k, let in zip(chosen, door.read(jobs, names, door.SAVE), strict=True):
+    for k, let in zip(chosen, parse.read(jobs, names, parse.SAVE), strict=True):
         sub, digest, _ = todo[k]
         if let.refused is not None:
             sub.refused = let.refused.status

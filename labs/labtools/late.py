@@ -26,9 +26,9 @@ standard library's ``tomllib``; no file, no policy)::
     percent = 0               # or: points = 1.5
     reason = "doctor's note"
 
-A submission's time comes from what its layout tells (:mod:`labtools.intake`, a
-:class:`~labtools.timestamps.Submitted` each): the ``timestamp.txt`` that nbgrader writes
-beside a submission (:func:`labtools.timestamps.read_timestamp`), or Canvas's late mark
+A submission's time comes from what its layout tells (:mod:`labtools.door.intake`, a
+:class:`~labtools.door.timestamps.Submitted` each): the ``timestamp.txt`` that nbgrader writes
+beside a submission (:func:`labtools.door.timestamps.read_timestamp`), or Canvas's late mark
 (``_LATE`` or ``_late``), which has no time: it counts as ``unknown_late_days`` after the
 due date, less the days of the student's extension (an extension of at least that many
 days covers it). ``grade`` keeps them in the course folder's :data:`TIMES` with the digest
@@ -51,9 +51,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labtools import course as courses
-from labtools import layout
-from labtools.layout import UsageError
-from labtools.timestamps import YEARS, Submitted, checked
+from labtools.door import layout
+from labtools.door.layout import UsageError
+from labtools.door.timestamps import YEARS, Submitted, checked
 from labtools.wire import Status
 
 POLICY = "late-policy.toml"

@@ -28,8 +28,8 @@ where the student has no graded notebook for it (Canvas then leaves the grade as
 The ``Points Possible`` row gets each lab's maximum. A graded student whom no row names (a
 student who dropped the course) is left out and listed. The file is written with the
 export's separator: a comma, or a semicolon (Canvas's "semicolons" setting; its importer
-tells them apart, :func:`labtools.door.delimiter`). The export's ``Student`` column gives
-each student's name to the course folder (:func:`labtools.intake.keep_student_names`).
+tells them apart, :func:`labtools.door.parse.delimiter`). The export's ``Student`` column gives
+each student's name to the course folder (:func:`labtools.door.intake.keep_student_names`).
 Refused (one line): a header that is not Canvas's, a lab that names no column or several,
 a student that two rows match.
 
@@ -40,7 +40,7 @@ between ``_`` that are numbers are the user id and the id of the file handed in 
 ``Assignment#infer_comment_context_from_filename``), and the page is attached to that
 user's submission as a comment if the file is one of it. Each page is written
 ``<name>_<user id>_<file id>_<lab>-feedback.html``, the ids from the download graded
-(:data:`labtools.intake.CANVAS_FILE_NAMES`); a page graded from an earlier submission than
+(:data:`labtools.door.intake.CANVAS_FILE_NAMES`); a page graded from an earlier submission than
 Canvas's last (its file is no longer the submission's) and a student without a page are
 listed and left out.
 
@@ -51,7 +51,7 @@ lab's maximum, two decimals as Moodle writes them) and ``Feedback comments`` (wh
 student reads: the points, the late deduction in words, what still waits for grading by
 hand; never the internal status, :func:`comment`) filled for each graded student, matched
 by the participant id
-their submission's download carried (:data:`labtools.intake.PARTICIPANTS_FILE`); every
+their submission's download carried (:data:`labtools.door.intake.PARTICIPANTS_FILE`); every
 other cell, row and column as it was, in the same encoding (a UTF-8 byte order mark kept),
 line ends and quoting (all fields quoted, or only where needed). ``moodle-<lab>-feedback.zip``
 holds each graded student's feedback page as Moodle's "Upload multiple feedback files in a
@@ -71,8 +71,8 @@ import shlex
 import zipfile
 from pathlib import Path
 
-from labtools import layout
-from labtools.layout import UsageError
+from labtools.door import layout
+from labtools.door.layout import UsageError
 from labtools.options import course_args
 
 CANVAS_FILE = "canvas-import.csv"
@@ -103,8 +103,9 @@ def moodle_times(course: Path, lab: str, rows: list[list[str]], header: list[str
     import zoneinfo
 
     from labtools import course as courses
-    from labtools import late, timestamps
-    from labtools.intake import read_participants
+    from labtools import late
+    from labtools.door import timestamps
+    from labtools.door.intake import read_participants
 
     policy = late.load(course)
     if policy is None or lab not in policy.due or SUBMITTED not in header:
@@ -205,7 +206,7 @@ class Table:
     hold a character of :data:`NEEDS_QUOTES`, read from how its header is written)."""
 
     def __init__(self, path: Path, what: str):
-        from labtools import door
+        from labtools.door import parse
 
         path = Path(path)
         try:
@@ -214,7 +215,7 @@ class Table:
         except OSError as err:
             raise UsageError(f"{path} cannot be read ({err.strerror}): {what}") from None
         # read by the door, in a child under limits (its names are the students')
-        (let,) = door.read([functools.partial(door.table, str(path))], [str(path)])
+        (let,) = parse.read([functools.partial(parse.table, str(path))], [str(path)])
         if let.refused is not None:
             raise UsageError(f"{let.refused}: {what}")
         found = let.value
@@ -326,11 +327,11 @@ def choose_column(course: Path, lab: str, header: list[str], first: int, given: 
 
 def canvas_keys(course: Path, students: set[str]) -> dict[str, set[str]]:
     """The graded students that each identity column of Canvas's export may name, by where
-    each one's id came from (:data:`labtools.intake.SOURCES_FILE`): a Canvas download's
+    each one's id came from (:data:`labtools.door.intake.SOURCES_FILE`): a Canvas download's
     user ids by ``ID``, a folder's names by ``SIS User ID`` or ``SIS Login ID``; an id of a
     course folder made before sources were kept, by any of the three (a row that two of
     them match is refused). A Moodle download's ids are Moodle's: refused (one line)."""
-    from labtools import intake
+    from labtools.door import intake
 
     sources = intake.read_sources(course)
     moodle = sorted(s for s in students if sources.get(s) == "moodle")
@@ -357,7 +358,7 @@ def canvas(course, gradebook, columns: list[str] | None = None, *, final: bool =
 
 
 def _canvas(course: Path, gradebook, columns, final: bool) -> dict:
-    from labtools import intake
+    from labtools.door import intake
 
     what = "download it from Canvas (Grades > Export > Export Entire Gradebook)"
     table = Table(gradebook, what)
@@ -463,7 +464,7 @@ def canvas_entry(name: str, user: str, attachment: str, lab: str) -> str:
     """The zip entry of a student's feedback page for Canvas's *Re-upload submissions*:
     ``<name>_<user id>_<file id>_<lab>-feedback.html``, the name in lower-case letters only
     (so that no other part is a number), checked as an incoming zip entry is."""
-    from labtools.intake import _unsafe
+    from labtools.door.intake import _unsafe
 
     letters = re.sub(r"[^a-z]", "", name.lower()) or "student"
     entry = f"{letters}_{user}_{attachment}_{lab}-feedback.html"
@@ -477,7 +478,7 @@ def canvas_feedback(course: Path, lab: str, rows: dict[str, dict]) -> tuple[Path
     """``canvas-<lab>-feedback.zip`` of the feedback pages of ``rows`` (student -> graded
     row) that were graded from a Canvas download (see the module); the path (None: no
     page to send) and lines on the students left out."""
-    from labtools import intake
+    from labtools.door import intake
 
     files = intake.canvas_files(course).get(lab, {})
     sources = intake.read_sources(course)
@@ -557,8 +558,8 @@ def feedback_entry(name: str, participant: str, lab: str) -> str:
     as Moodle cleans a file name (no ``\\``, ``/``, ``:`` and the like), without "_" (Moodle
     splits the folder's name there) and cut to :data:`labtools.wire.NAME` characters; the
     participant id alone tells Moodle who it is. Checked as an incoming entry is
-    (:func:`labtools.intake._unsafe`)."""
-    from labtools.intake import _unsafe
+    (:func:`labtools.door.intake._unsafe`)."""
+    from labtools.door.intake import _unsafe
     from labtools.wire import NAME, capped
 
     clean = capped(MOODLE_CLEAN.sub("", name.replace("_", " ")), NAME, escapes=False)
@@ -580,7 +581,7 @@ def moodle(course, worksheet, lab: str, *, final: bool = False) -> dict[str, Pat
 
 
 def _moodle(course: Path, worksheet, lab: str, final: bool) -> dict[str, Path]:
-    from labtools.intake import read_participants
+    from labtools.door.intake import read_participants
 
     labs = layout.lab_names(course)
     if lab not in labs:

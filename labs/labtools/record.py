@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 
 from labtools import course as courses
-from labtools.layout import Submission, write_whole
+from labtools.door.layout import Submission, write_whole
 from labtools.wire import Outcome, Row, Status, capped
 
 

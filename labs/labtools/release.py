@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from labtools.course import open_course  # the same course set-up as grading
-from labtools.layout import LABS
+from labtools.door.layout import LABS
 from perceptrons import handin
 
 STUB = "raise NotImplementedError()"

@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labtools import course as courses
-from labtools import layout, similarity
 from labtools import notebook as nbcells
+from labtools import similarity
+from labtools.door import layout
 from labtools.record import read_row
 from labtools.wire import Row, Status
 
@@ -221,7 +222,7 @@ def late_count(course: Path, lab: Lab) -> str:
 def lab_section(
     lab: Lab, students: list[str], course: Path | None = None, names: dict | None = None
 ) -> str:
-    from labtools.intake import shown
+    from labtools.door.intake import shown
 
     def who(student: str) -> str:
         return shown(student, names or {})
@@ -335,7 +336,7 @@ def held_section(lab: Lab, graded: dict[str, Row], who) -> str:
 def similarity_section(
     pairs: list[similarity.Pair], shown: dict[tuple, dict], names: dict | None = None
 ) -> str:
-    from labtools.intake import shown as named
+    from labtools.door.intake import shown as named
 
     def who(student: str) -> str:
         return named(student, names or {})
@@ -389,7 +390,8 @@ def similarity_section(
 
 def build(course: Path) -> str:
     """The report's HTML for ``course``."""
-    from labtools import intake, late
+    from labtools import late
+    from labtools.door import intake
     from labtools.export import set_labs
 
     course = Path(course)

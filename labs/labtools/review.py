@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from labtools import course as courses
-from labtools.layout import UsageError
+from labtools.door.layout import UsageError
 from labtools.record import read_row
 
 

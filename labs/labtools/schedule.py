@@ -21,10 +21,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 from labtools import course as courses
-from labtools import layout
 from labtools.children import die_with_parent
+from labtools.door import layout
+from labtools.door.layout import Submission
 from labtools.feedback import FeedbackFailed, feedback_task, generate_feedback
-from labtools.layout import Submission
 from labtools.record import Recorder
 from labtools.wire import Outcome, Row, Status, Task
 from labtools.worker import grade_task, mpl_cache

@@ -3,24 +3,24 @@ limits, into typed values.
 
 Every file of a download that the tools read is parsed here and nowhere else: a submitted
 notebook (:func:`notebook`), nbgrader's ``timestamp.txt`` beside it
-(:func:`labtools.timestamps.read_timestamp`, through :func:`read`), a platform's CSV
+(:func:`labtools.door.timestamps.read_timestamp`, through :func:`read`), a platform's CSV
 (:func:`table`). The parsing runs in a child of the command (:func:`labtools.children.fork`)
 whose address space may grow by at most :data:`MEMORY` and which is killed after
 :data:`SECONDS` on one file, so that no file can stop the command, hold its memory or
 outlive it. Each file becomes a value with stated ranges:
 
 - a notebook: JSON of at most :data:`MAX_DEPTH` levels, at most
-  :data:`labtools.layout.MAX_NOTEBOOK` bytes, an object with a list of cells; it leaves
+  :data:`labtools.door.layout.MAX_NOTEBOOK` bytes, an object with a list of cells; it leaves
   the door as the canonical JSON text this module writes of it, which is all that the
   grading, the course folder's submitted copy and the report read (nothing after the
   door parses what the student wrote);
-- a time: aware, in UTC, within the years :data:`labtools.timestamps.YEARS`;
+- a time: aware, in UTC, within the years :data:`labtools.door.timestamps.YEARS`;
 - a table: rows of strings, as the platform wrote them.
 
 What fails is refused for its own file (:class:`Refused`, one line naming the file and
 what to do); a child that a file killed or stopped is replaced by a new one for the files
 after it. Names and ids come from file names, which are short: the intake checks them
-itself (:mod:`labtools.intake`).
+itself (:mod:`labtools.door.intake`).
 """
 
 from __future__ import annotations

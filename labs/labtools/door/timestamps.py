@@ -1,6 +1,6 @@
 """When a submission came in, as far as its source tells (:class:`Submitted`): the
 ``timestamp.txt`` that nbgrader writes beside a submission (:func:`read_timestamp`, read in
-the door's child, :mod:`labtools.door`), a platform's late mark without a time (Canvas's
+the door's child, :mod:`labtools.door.parse`), a platform's late mark without a time (Canvas's
 ``_LATE``) or its own time (a Moodle worksheet's "Last modified"). Every time is aware and
 in UTC, within the years :data:`YEARS` (:func:`checked`). What the course's late policy
 makes of them is :mod:`labtools.late`'s.

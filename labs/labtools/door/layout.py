@@ -2,8 +2,8 @@
 only, so that ``tasks.py`` can check its arguments before it installs anything.
 
 Submissions are laid out as ``<root>/[submitted/]<student>/<lab>/<lab>.ipynb`` (one more
-folder around it is looked through); :mod:`labtools.intake` reads this layout
-(:func:`labtools.intake.find_submissions`), the learning platforms' downloads and zips.
+folder around it is looked through); :mod:`labtools.door.intake` reads this layout
+(:func:`labtools.door.intake.find_submissions`), the learning platforms' downloads and zips.
 They are taken as files and nothing else: a symbolic link anywhere below the root, a
 notebook that is not a regular file, or one larger than :data:`MAX_NOTEBOOK` is refused
 (:func:`file_refusal`).
@@ -20,7 +20,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-LABS = Path(__file__).resolve().parents[1]
+LABS = Path(__file__).resolve().parents[2]
 MAX_NOTEBOOK = 20 * 2**20
 # matched in full (``fullmatch``): with ``match`` and ``$``, "alice\n" would pass
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}")

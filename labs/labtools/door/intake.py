@@ -3,8 +3,8 @@
 Three layouts are read as they come, from a folder or a zip:
 
 - **folders**, this project's own: ``[submitted/]<student>/<lab>/<lab>.ipynb``
-  (:func:`find_submissions`), with the time of each submission from the
-  ``timestamp.txt`` that nbgrader writes beside it (:func:`labtools.timestamps.read_timestamp`);
+  (:func:`find_submissions`), with the time of each submission from the ``timestamp.txt``
+  that nbgrader writes beside it (:func:`labtools.door.timestamps.read_timestamp`);
 - **Canvas** "Download submissions": flat files
   ``<name>[_LATE]_<userid>_<submissionid>_<file>``, ``<name>`` the student's name in lower
   case without spaces; the student id is the numeric ``<userid>`` (stable, and what Canvas's
@@ -43,7 +43,7 @@ it and what to grade), and the course folder keeps the notebooks that could not 
 them among what is not final.
 
 A zip is read member by member (never ``extractall``): a member whose path leaves the
-target, a link, a member larger than :data:`labtools.layout.MAX_NOTEBOOK`, a name held
+target, a link, a member larger than :data:`labtools.door.layout.MAX_NOTEBOOK`, a name held
 twice or both as a file and as a folder is refused for the student it names; only
 notebooks are written, each read with a bound, and all of them together stop at
 :data:`MAX_EXTRACTED`. A zip of more than :data:`MAX_MEMBERS` entries is refused whole.
@@ -64,8 +64,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from labtools import door, layout, timestamps
-from labtools.layout import (
+from labtools.door import layout, parse, timestamps
+from labtools.door.layout import (
     MAX_NOTEBOOK,
     Submission,
     UsageError,
@@ -361,7 +361,7 @@ def moodle_ids(names: Iterable[str], known: dict[str, str]) -> dict[str, str]:
     hex digits of a digest of its exact name (another digest in the unlikely case that one
     is held too). New names are taken in the order of their folded id, then of their exact
     text, so one download gives the same ids whatever the order of its files. Every id
-    fits :data:`labtools.layout.STUDENT_ID` (at most 57 + 7 characters)."""
+    fits :data:`labtools.door.layout.STUDENT_ID` (at most 57 + 7 characters)."""
     ids = dict(known)
     held: dict[str, set[str]] = defaultdict(set)
     for name, student in ids.items():
@@ -1006,14 +1006,14 @@ def _folder_hint(file: str, known: list[str]) -> tuple[str, str, str]:
 
 def read_times(root: Path, stamps: dict[tuple[str, str], Path]) -> dict:
     """The times in these ``timestamp.txt`` files ((student, lab) -> path), read through the
-    door (:func:`labtools.door.read`, in a child under limits): a
-    :class:`labtools.timestamps.Submitted` each, in UTC within :data:`labtools.timestamps.YEARS`, or
-    with the problem that kept its time out."""
+    door (:func:`labtools.door.parse.read`, in a child under limits): a
+    :class:`labtools.door.timestamps.Submitted` each, in UTC within
+    :data:`labtools.door.timestamps.YEARS`, or with the problem that kept its time out."""
     keys = sorted(stamps)
     jobs = [functools.partial(_stamp, stamps[key]) for key in keys]
     names = [_relative(root, stamps[key]) for key in keys]
     found = {}
-    for key, let in zip(keys, door.read(jobs, names), strict=True):
+    for key, let in zip(keys, parse.read(jobs, names), strict=True):
         if let.refused is not None:
             found[key] = timestamps.Submitted(source=timestamps.TIMESTAMP, problem=str(let.refused))
         else:
