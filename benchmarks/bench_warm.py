@@ -17,7 +17,7 @@ in one run, one after the other, on this machine's cores:
    every lab beforehand, untimed), every lab in one nbgrader process; nbgrader runs
    notebooks one at a time, so it uses one of the cores;
 5. warm on a local dask cluster of two workers (one thread each), through
-   :func:`labtools.cluster.executor` as ``grade --scheduler`` uses it.
+   :func:`labtools.grader.cluster.executor` as ``grade --scheduler`` uses it.
 
 The course folders are made beforehand (as after a first run) and the cluster started
 beforehand: only grading (or execution) is timed. Grading includes what ``tasks.py grade``
@@ -49,9 +49,10 @@ import time
 from pathlib import Path
 
 import nbformat
-from labtools import cluster, grade, sandbox
 from labtools import course as courses
+from labtools import grade
 from labtools.door import layout
+from labtools.grader import cluster, sandbox
 from labtools.record import read_row
 from nbclient import NotebookClient
 
@@ -59,8 +60,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from bench_grading import plant as plant_paths  # noqa: E402  (this folder)
 
 JOBS = 2  # notebooks at once, for every path that can run more than one
-FELL_BACK = "the warm start did not answer"  # a row's note (labtools.sandbox.Sandbox)
-# the environment the grader gives a notebook (labtools.sandbox), for every kernel here
+FELL_BACK = "the warm start did not answer"  # a row's note (labtools.grader.sandbox.Sandbox)
+# the environment the grader gives a notebook (labtools.grader.sandbox), for every kernel here
 KERNEL_ENV = {
     "MPLBACKEND": "Agg",
     "OPENBLAS_NUM_THREADS": "1",

@@ -109,7 +109,7 @@ def need_sandbox():
     import os
 
     import pytest
-    from labtools import sandbox
+    from labtools.grader import sandbox
 
     missing = sandbox.available()
     if missing and os.environ.get("CI"):
@@ -199,8 +199,8 @@ def class_folder(course, results, labs=None):
     import hashlib
     import shutil
 
-    from labtools import notebook as nbcells
     from labtools.door import layout
+    from labtools.grader import notebook as nbcells
     from labtools.wire import Row, Status
 
     labs = ROOT / "labs" if labs is None else labs
@@ -297,9 +297,9 @@ STUBS = ("YOUR CODE HERE", "YOUR ANSWER HERE")
 
 def fake_outcome(task):
     """A notebook "graded" in this process, as a worker would report it, without running
-    any of it: the plan of its cells (labtools.notebook.plan, notes included), every test
+    any of it: the plan of its cells (labtools.grader.notebook.plan, notes included), every test
     worth its points, or 0 when every answer is still the release's stub (a blank lab)."""
-    from labtools import judge, notebook, render, verdicts
+    from labtools.grader import judge, notebook, render, verdicts
     from labtools.wire import Outcome, Status
 
     submitted, why = judge.read_submission(task.notebook)
@@ -329,8 +329,9 @@ class FakeWorkers:
     def submit(self, fn, *args):
         import concurrent.futures
 
-        from labtools import feedback, worker
+        from labtools import feedback
         from labtools.door import layout
+        from labtools.grader import worker
 
         future = concurrent.futures.Future()
         if fn is worker.grade_task:

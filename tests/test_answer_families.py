@@ -22,8 +22,9 @@ import time
 import pytest
 from _helpers import answered, course_made, graded_cold, need_sandbox, sandbox_lock, scores
 from families import FAMILIES
-from labtools import grade, notebook
+from labtools import grade
 from labtools.door import layout
+from labtools.grader import notebook
 from labtools.wire import Status
 from test_null_answers import (
     LABS,

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 from _helpers import free_port, need_sandbox
-from labtools import cluster, grade, sandbox, schedule, worker
 from labtools import course as courses
+from labtools import grade, schedule
 from labtools.__main__ import main
 from labtools.door import layout
 from labtools.door.layout import UsageError
+from labtools.grader import cluster, sandbox, worker
 from test_grading import LAB, LABS, hand_in, nb_of, plant_cells, rows_of, solved
 
 DASK = Path(sys.executable).with_name("dask")
@@ -287,5 +288,5 @@ def test_the_sandbox_is_needed_where_the_notebooks_run_not_where_they_are_record
     monkeypatch.setattr(courses, "open_course", opened)
     with pytest.raises(UsageError, match="--unsafe"):  # the local pool: refused here
         grade.grade(tmp_path / "in", tmp_path / "course")
-    with pytest.raises(Opened):  # a cluster's workers: checked there (labtools.cluster)
+    with pytest.raises(Opened):  # a cluster's workers: checked there (labtools.grader.cluster)
         grade.grade(tmp_path / "in", tmp_path / "course", executor=Cancelling())

@@ -291,7 +291,7 @@ def test_no_text_of_a_table_or_a_comment_is_unbounded(tmp_path):
         assert len(row["status"]) <= TEXT, row["student"]
     status = table(course / "grades.csv")["big.note", LAB]["status"]
     assert status.startswith("graded; ") and "claims the unknown id 'xxxxxxxxxx" in status
-    assert len(status) < 300  # one note, the id cut (labtools.notebook.plan)
+    assert len(status) < 300  # one note, the id cut (labtools.grader.notebook.plan)
     written = (course / f"moodle-{LAB}-worksheet.csv").read_text(encoding="utf-8")
     comments = {p: c for p, (_, c) in moodle_import(written).items()}
     assert all(len(c) <= TEXT for c in comments.values())

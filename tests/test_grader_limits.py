@@ -1,9 +1,9 @@
 """The grader's side of a notebook under limits: what a student controls reaches the
 grader's tests, the rendering and the feedback only within time and memory that a C call
-cannot outlive (labtools.judge), and nothing secret reaches the sandbox.
+cannot outlive (labtools.grader.judge), and nothing secret reaches the sandbox.
 
 Each test here is one family of the round-4 red team's findings (../shared/reviews/round4/
-redteam.md), graded through labtools.worker.grade_task, as a worker of a grading run does.
+redteam.md), graded through labtools.grader.worker.grade_task, as a worker of a grading run does.
 """
 
 import json
@@ -13,7 +13,8 @@ from dataclasses import asdict
 import numpy as np
 import pytest
 from _helpers import ROOT, answered, need_sandbox, sandbox_lock
-from labtools import render, sandbox, verdicts, wire, worker
+from labtools import wire
+from labtools.grader import render, sandbox, verdicts, worker
 
 LABS = ROOT / "labs"
 

@@ -34,8 +34,9 @@ from _helpers import (
     scores,
 )
 from labtools import course as courses
-from labtools import grade, notebook, release, render, sandbox, schedule, verdicts, wire
+from labtools import grade, release, schedule, wire
 from labtools.door import layout
+from labtools.grader import notebook, render, sandbox, verdicts
 
 LABS = ROOT / "labs"
 LAB = "lab1_perceptron"
@@ -407,7 +408,7 @@ try:
 except OSError:
     report["wrote"] = False
 """
-    from labtools import closed
+    from labtools.grader import closed
 
     package = closed.package_for(("augment", "heaviside"))
     with sandbox.Sandbox(LIMITS, package=package) as box:

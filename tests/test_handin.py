@@ -1,5 +1,5 @@
 """The rules of grading a student can check before handing in (perceptrons.handin), and the
-lab's copy of the package built from them (labtools.closed): what a lab closes, what an
+lab's copy of the package built from them (labtools.grader.closed): what a lab closes, what an
 answer is held for, what the last cell of a lab says. The grader applies the same review
 (tests/test_answer_families.py grades the families through it)."""
 
@@ -9,8 +9,8 @@ import sys
 
 import pytest
 from _helpers import ROOT, answered
-from labtools import closed
 from labtools.door import layout
+from labtools.grader import closed
 
 from perceptrons import handin
 
@@ -251,7 +251,7 @@ def test_the_check_says_what_it_found_and_where(tmp_path, monkeypatch, capsys):
 def test_what_the_check_calls_installed_is_what_the_sandbox_has():
     """The check says an import 'fails when graded' for what the sandbox's environment
     lacks: its list of what is there must be the environment's."""
-    from labtools import sandbox
+    from labtools.grader import sandbox
 
     venv = sandbox.sandbox_python().parent.parent
     if not venv.exists():

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 from _helpers import answered, course_made, need_sandbox
-from labtools import grade, sandbox, wire
+from labtools import grade, wire
 from labtools.door import intake, layout
+from labtools.grader import sandbox
 
 LAB = "lab1_perceptron"
 NB = f"{LAB}.ipynb"

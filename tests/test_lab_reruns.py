@@ -29,8 +29,8 @@ import warnings
 
 import numpy as np
 import pytest
-from labtools import notebook
 from labtools.door import layout
+from labtools.grader import notebook
 from test_null_answers import LABS, instructor_code, source_nb
 
 import perceptrons.testing

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from _helpers import ROOT
-from labtools import notebook
+from labtools.grader import notebook
 
 from perceptrons import widgets
 

@@ -197,7 +197,11 @@ def test_a_db_that_is_not_postgresql_and_a_server_that_fails_are_one_line():
 
 # the modules of the sandbox's side: what they write is their own scratch (a sandbox's /tmp,
 # matplotlib's cache), never a path of the course folder, which no worker or sandbox is given
-SANDBOX_SIDE = {m for m in MODULES if m.startswith("inside.")} | {"sandbox", "judge", "verdicts"}
+SANDBOX_SIDE = {m for m in MODULES if m.startswith("inside.")} | {
+    "grader.sandbox",
+    "grader.judge",
+    "grader.verdicts",
+}
 # (module, function, call) -> why it may write directly; anything else goes through
 # labtools.door.layout.whole (a temporary file beside the target, renamed over it once complete)
 WRITES_ALLOWED = {
@@ -210,7 +214,7 @@ WRITES_ALLOWED = {
     ("formgrader", "start", "open"): "formgrader's log, appended by the server it starts",
     ("door.intake", "extract", "open"): "a zip's notebooks, into the run's scratch folder",
     ("release", "generate", "write_text"): "labs/release of the repository, no course folder",
-    ("closed", "build", "write_text"): "a lab's copy of the package, in a folder of its own",
+    ("grader.closed", "build", "write_text"): "a lab's copy of the package, in a folder of its own",
 }
 WRITE_MODES = set("wax+")
 WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT")

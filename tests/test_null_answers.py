@@ -49,8 +49,9 @@ from _helpers import (
     need_sandbox,
     sandbox_lock,
 )
-from labtools import grade, notebook, sandbox
+from labtools import grade
 from labtools.door import layout
+from labtools.grader import notebook, sandbox
 from labtools.wire import Status
 
 LABS = ROOT / "labs"

@@ -33,9 +33,10 @@ import zipfile
 import pytest
 from _helpers import ROOT, answered, course_made, need_sandbox, sandbox_lock
 from labtools import __main__ as cli
-from labtools import grade, platforms, sandbox
+from labtools import grade, platforms
 from labtools.door import intake, layout
 from labtools.door.layout import UsageError
+from labtools.grader import sandbox
 
 LAB1, LAB2 = "lab1_perceptron", "lab2_convergence"
 LIMITS = sandbox.Limits(cell_seconds=10)
@@ -834,7 +835,7 @@ def test_a_failing_hidden_test_keeps_its_message_and_quotes_no_hidden_line():
     as in IPython); the lines of hidden tests are dropped, the message stays."""
     import linecache
 
-    from labtools import verdicts
+    from labtools.grader import verdicts
 
     source = "shown = 1\n### BEGIN HIDDEN TESTS\nassert shown == 2, 'shown should be 2'\n"
     name = "<cell ex9-hidden>"
@@ -856,7 +857,7 @@ def test_a_failing_hidden_test_keeps_its_message_and_quotes_no_hidden_line():
 
 
 def test_the_graded_notebook_shows_a_test_cell_without_its_hidden_part():
-    from labtools import render
+    from labtools.grader import render
 
     nb = json.loads((ROOT / "labs/source" / LAB1 / f"{LAB1}.ipynb").read_text())
     test = next(c for c in nb["cells"] if "BEGIN HIDDEN" in "".join(c["source"]))

@@ -4,8 +4,9 @@
 import json
 
 from _helpers import ROOT
-from labtools import notebook, release
+from labtools import release
 from labtools.door import layout
+from labtools.grader import notebook
 
 
 def value_cell(solution: str) -> dict:

@@ -1,4 +1,4 @@
-"""The locked cells that the grader's side leaves out (labtools.notebook.shown_only): the
+"""The locked cells that the grader's side leaves out (labtools.grader.notebook.shown_only): the
 static rule on small plans, and, for every lab, the promise it rests on, checked by running
 the instructor's notebook: a left-out cell changes nothing it reads."""
 
@@ -10,9 +10,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from _helpers import ROOT
-from labtools import notebook
 from labtools.door import layout
-from labtools.notebook import Cell
+from labtools.grader import notebook
+from labtools.grader.notebook import Cell
 
 LABS = ROOT / "labs"
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 from _helpers import need_sandbox
-from labtools import closed, sandbox, wire
+from labtools import wire
+from labtools.grader import closed, sandbox
 
 LIMITS = sandbox.Limits(cell_seconds=20.0)
 ALLOW = ("augment", "heaviside")  # Lab 1's: P.pt and the rest of PT's code are closed
@@ -293,7 +294,7 @@ def test_a_warm_child_and_a_cold_start_look_the_same_to_a_notebook(zygote):
 ABSENT = """
 import importlib.util, os, sys
 missing = {}
-for name in ("scipy", "sklearn", "nbgrader", "labtools.wire", "labtools.verdicts", "pip"):
+for name in ("scipy", "sklearn", "nbgrader", "labtools.wire", "labtools.grader.verdicts", "pip"):
     try:
         missing[name] = importlib.util.find_spec(name) is None
     except ImportError:
@@ -318,7 +319,8 @@ def test_what_a_lab_may_not_use_is_not_in_its_sandbox(zygote):
     with sandbox.Sandbox(LIMITS, package=package, zygote=zygote.control) as box:
         run(box, ABSENT)
         assert value(box, "missing") == dict.fromkeys(
-            ("scipy", "sklearn", "nbgrader", "labtools.wire", "labtools.verdicts", "pip"), True
+            ("scipy", "sklearn", "nbgrader", "labtools.wire", "labtools.grader.verdicts", "pip"),
+            True,
         )
         assert value(box, "library") == []
         assert value(box, "stand_in").endswith("_closed.py")

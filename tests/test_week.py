@@ -120,7 +120,7 @@ def give_by_hand(course: Path, student: str, points: dict) -> None:
 
 def written_answers(course: Path) -> dict[str, float]:
     """Lab 1's cells graded by hand only (their points)."""
-    from labtools import notebook
+    from labtools.grader import notebook
 
     source = json.loads((course / "source" / LAB / NB).read_text())
     return {

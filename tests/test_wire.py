@@ -17,7 +17,8 @@ import time
 import numpy as np
 import pytest
 from _helpers import ROOT
-from labtools import sandbox, wire
+from labtools import wire
+from labtools.grader import sandbox
 
 BUDGET = sandbox.Limits().budget()
 
@@ -163,7 +164,7 @@ def test_framing_has_one_home():
     from pathlib import Path
 
     tools = Path(wire.__file__).parent
-    for name in ("inside/agent.py", "inside/zygote.py", "sandbox.py", "verdicts.py"):
+    for name in ("inside/agent.py", "inside/zygote.py", "grader/sandbox.py", "grader/verdicts.py"):
         text = (tools / name).read_text()
         assert "import struct" not in text and "os.read(" not in text, name
         # the agent reads the grader's requests, the warm parent the grader's job, the

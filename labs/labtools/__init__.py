@@ -6,19 +6,19 @@
   - :mod:`labtools.door.intake` and :mod:`labtools.door.layout`: the submissions (folders, zips,
     Canvas and Moodle downloads);
   - :mod:`labtools.schedule`: the notebooks on workers (the local pool, or a dask
-    cluster's: :mod:`labtools.cluster`);
-  - :mod:`labtools.worker`: one notebook graded in a worker;
+    cluster's: :mod:`labtools.grader.cluster`);
+  - :mod:`labtools.grader.worker`: one notebook graded in a worker;
   - :mod:`labtools.record`: each outcome into the course folder and the gradebook;
   - :mod:`labtools.feedback` and :mod:`labtools.export`: feedback files, grade tables;
   - :mod:`labtools.late`: the course's late policy, the submission times, the deduction;
-- :mod:`labtools.verdicts`: grading one notebook, every verdict outside the student's reach;
-- :mod:`labtools.render`: the notebook as graded, written answers cleaned;
-- :mod:`labtools.sandbox` and :mod:`labtools.inside`: where the student's code runs (the
-  only labtools in the sandbox is ``inside``); :mod:`labtools.closed`: what a lab closes;
+- :mod:`labtools.grader.verdicts`: grading one notebook, every verdict outside the student's reach;
+- :mod:`labtools.grader.render`: the notebook as graded, written answers cleaned;
+- :mod:`labtools.grader.sandbox` and :mod:`labtools.inside`: where the student's code runs (the
+  only labtools in the sandbox is ``inside``); :mod:`labtools.grader.closed`: what a lab closes;
   :mod:`labtools.review`: answers held for the instructor's review;
 - :mod:`labtools.wire`: every message, typed: what may cross from the student's side
   (plain data only), the requests and answers, a worker's task and outcome, a row's status;
-- :mod:`labtools.notebook`: which cells are graded, taken from the lab's source;
+- :mod:`labtools.grader.notebook`: which cells are graded, taken from the lab's source;
 - :mod:`labtools.formgrader`: nbgrader's formgrader on the course folder, for manual marks;
 - :mod:`labtools.options`: the commands' options (shared with ``tasks.py``).
 

@@ -15,11 +15,11 @@ from labtools.door.layout import UsageError
 
 def limits_from(args):
     """The grading limits of the command line: the defaults of
-    :class:`labtools.sandbox.Limits`, then --cell-timeout and --memory-gb, then each
+    :class:`labtools.grader.sandbox.Limits`, then --cell-timeout and --memory-gb, then each
     ``--limit NAME=VALUE``."""
     import dataclasses
 
-    from labtools.sandbox import Limits
+    from labtools.grader.sandbox import Limits
 
     fields = {f.name: f for f in dataclasses.fields(Limits)}
     chosen = {"cell_seconds": args.cell_timeout, "memory": int(args.memory_gb * 2**30)}
@@ -49,9 +49,9 @@ def _grade(args) -> None:
     limits = limits_from(args)
     with contextlib.ExitStack() as stack:
         executor = None
-        if args.scheduler:  # a dask cluster's workers (labtools.cluster), checked first
-            from labtools import cluster
+        if args.scheduler:  # a dask cluster's workers (labtools.grader.cluster), checked first
             from labtools.door import layout
+            from labtools.grader import cluster
 
             layout.check_arguments(args.submissions, args.course, args.labs, args.jobs)
             executor = stack.enter_context(cluster.executor(args.scheduler, unsafe=args.unsafe))

@@ -180,11 +180,11 @@ def write_one(course: str, student: str, lab: str) -> None:
 
 def write_limited(course: Path, student: str, lab: str, limits=None) -> str | None:
     """One notebook's feedback page, written in a child under limits
-    (:func:`labtools.judge.call`: ``grader_memory``, ``feedback_seconds``). Returns None
+    (:func:`labtools.grader.judge.call`: ``grader_memory``, ``feedback_seconds``). Returns None
     once it is written, else one line saying why not (the old page is kept, and the
     course folder's log says why in full)."""
-    from labtools import judge
-    from labtools.sandbox import Limits
+    from labtools.grader import judge
+    from labtools.grader.sandbox import Limits
 
     limits = limits or Limits()
     why = judge.call(

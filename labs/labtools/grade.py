@@ -6,12 +6,12 @@
 
 1. the course folder, made or brought up to date (:mod:`labtools.course`);
 2. the submissions, read from a folder, a zip or a Canvas or Moodle download
-   (:mod:`labtools.door.intake`, :mod:`labtools.door.layout`); a notebook graded before is skipped
-   unless ``regrade``;
+   (:mod:`labtools.door.intake`, :mod:`labtools.door.layout`); a notebook graded before is
+   skipped unless ``regrade``;
 3. the rest graded on workers (:mod:`labtools.schedule`: the local pool or a dask cluster's
-   executor, :mod:`labtools.cluster`), each notebook by :func:`labtools.worker.grade_task`;
-   each outcome recorded as it comes (:mod:`labtools.record`), feedback written
-   (:mod:`labtools.feedback`);
+   executor, :mod:`labtools.grader.cluster`), each notebook by
+   :func:`labtools.grader.worker.grade_task`; each outcome recorded as it comes
+   (:mod:`labtools.record`), feedback written (:mod:`labtools.feedback`);
 4. the grade tables exported (:mod:`labtools.export`).
 
 The messages between these steps are the dataclasses of :mod:`labtools.wire`.
@@ -29,12 +29,13 @@ import tempfile
 from pathlib import Path
 
 from labtools import course as courses
-from labtools import late, notebook, schedule
+from labtools import late, schedule
 from labtools.door import intake, layout, parse
 from labtools.door.layout import UsageError
 from labtools.export import export
+from labtools.grader import notebook
+from labtools.grader.sandbox import Limits
 from labtools.record import STALE, read_row
-from labtools.sandbox import Limits
 from labtools.wire import TEXT, Status, capped
 
 #: rows that a run lost (a worker killed, a cluster gone): the next run grades them again
@@ -76,14 +77,14 @@ def grade(
         parent, :mod:`labtools.zygote`, where the grader runs as root)
     executor : any concurrent.futures.Executor (e.g. a dask ``Client.get_executor()``); its
         workers need the sandbox, this machine does not (a worker without it fails each
-        notebook; :mod:`labtools.cluster` checks a dask cluster's workers first)
+        notebook; :mod:`labtools.grader.cluster` checks a dask cluster's workers first)
     feedback : write each graded notebook's feedback file (else later, with
         :func:`labtools.feedback.generate_feedback`: ``python -m labtools feedback``)
     db : the URL of a PostgreSQL database to keep the gradebook in, remembered by the
         course folder (:func:`labtools.course.use_gradebook`; default: the one it
         remembers, else SQLite in it)
     """
-    from labtools import sandbox
+    from labtools.grader import sandbox
 
     layout.check_arguments(str(submissions), str(course), labs, jobs)
     if db is not None:

@@ -31,7 +31,7 @@ def is_held(grade_id: str, held: set) -> bool:
 
 def release_texts(course: Path, lab: str) -> dict[str, str]:
     """Each graded cell's text in the student version (a stub left as it was is no answer)."""
-    from labtools.notebook import grade_id, text
+    from labtools.grader.notebook import grade_id, text
 
     nb = json.loads((course / "release" / lab / f"{lab}.ipynb").read_text())
     return {grade_id(c): text(c) for c in nb["cells"] if grade_id(c)}

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labtools import course as courses
-from labtools import notebook as nbcells
 from labtools import similarity
 from labtools.door import layout
+from labtools.grader import notebook as nbcells
 from labtools.record import read_row
 from labtools.wire import Row, Status
 

@@ -22,7 +22,7 @@ JSON message in a frame each (:mod:`labtools.inside.protocol`):
 
 A function the lab closes is not in this sandbox's copy of the package: its stand-in calls
 :func:`closed_call`, which asks the grader; the grader answers outside a graded call (the
-lab's own cells, the student's cells) and refuses inside one (:mod:`labtools.closed`).
+lab's own cells, the student's cells) and refuses inside one (:mod:`labtools.grader.closed`).
 
 Nothing here is trusted: the student's code runs in this process and may change any of it.
 The grader reads only plain data from it, checks every message, and computes every verdict

@@ -39,7 +39,7 @@ from perceptrons import handin
 SOURCE = Path(perceptrons.__file__).resolve().parent
 STAND_IN = '''"""A function the lab being graded closes: its code is not in this copy of the
 package. Outside a graded call the grader runs the package's own function and sends its
-value back; inside one it refuses (labtools.closed)."""
+value back; inside one it refuses (labtools.grader.closed)."""
 
 
 def closed(qualified, doc):

@@ -2,11 +2,11 @@
 :class:`~labtools.wire.Outcome` out, both plain data.
 
 :func:`grade_task` runs in a process of the local pool or on a dask worker
-(:mod:`labtools.schedule`, :mod:`labtools.cluster`): it has the notebook graded in a child
-process under limits (:mod:`labtools.judge`, which reads the submission and runs
-:func:`labtools.verdicts.evaluate`: the student's code in the sandbox, every verdict
+(:mod:`labtools.schedule`, :mod:`labtools.grader.cluster`): it has the notebook graded in a child
+process under limits (:mod:`labtools.grader.judge`, which reads the submission and runs
+:func:`labtools.grader.verdicts.evaluate`: the student's code in the sandbox, every verdict
 outside it), and builds the notebook as graded from what the child reported
-(:mod:`labtools.render`), so that the process that records stays light. It needs nothing
+(:mod:`labtools.grader.render`), so that the process that records stays light. It needs nothing
 from the course folder.
 """
 
@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import traceback
 
-from labtools.judge import mpl_cache, worker_mpl_cache  # noqa: F401 - where they were
+from labtools.grader.judge import mpl_cache, worker_mpl_cache  # noqa: F401 - where they were
 from labtools.wire import Outcome, Status, Task
 
 
 def grade_task(task: Task) -> Outcome:
     """Grade one notebook: GRADED with the verdicts and the autograded notebook,
     UNREADABLE if nbformat cannot read it, FAILED (with the traceback) if grading itself
-    failed. The grading runs in a child process under limits (:mod:`labtools.judge`);
+    failed. The grading runs in a child process under limits (:mod:`labtools.grader.judge`);
     what it reached before a limit stopped it is kept."""
-    from labtools import judge, render
+    from labtools.grader import judge, render
 
     try:
         plan, unreadable, reports = judge.judge(task)
@@ -42,7 +42,7 @@ def grade_task(task: Task) -> Outcome:
 
 
 def assemble(plan: dict, reports: dict) -> dict:
-    """What :func:`labtools.verdicts.evaluate` returns, from a child's reports: each cell
+    """What :func:`labtools.grader.verdicts.evaluate` returns, from a child's reports: each cell
     as graded, or, for the cells a stopped child did not reach, as planned, with no points
     (tests) and the reason."""
     stopped = reports["stopped"]

@@ -3,13 +3,13 @@ cannot outlive.
 
 Everything the grader does with what a student controls happens here: reading the
 submitted notebook, the lab's test cells and locked cells on the values that came out of
-the sandbox (:func:`labtools.verdicts.evaluate`), and rendering the written answers. A
+the sandbox (:func:`labtools.grader.verdicts.evaluate`), and rendering the written answers. A
 test can run long inside numpy or LAPACK on an answer's values, where no signal reaches
 it, and a notebook can be built to make its rendering slow; so none of it runs in the
 worker itself. :func:`judge` runs it in a fresh child process whose address space is
 limited (``RLIMIT_AS``: ``grader_memory``) and which the worker kills ``grader_seconds``
 after ``notebook_seconds`` and ``tests_seconds``, counted from its start (limits of
-:class:`labtools.sandbox.Limits`). The child
+:class:`labtools.grader.sandbox.Limits`). The child
 reports each cell as it is graded, so a child that is killed or runs out of memory still
 leaves the verdicts it reached; the cells it did not reach score 0, with the reason.
 
@@ -17,7 +17,7 @@ Other work on what a student handed in runs the same way, one child each (:func:
 the feedback pages, nbgrader's HTML of the graded notebook
 (:func:`labtools.feedback.write_limited`).
 
-The children are forks of one server per worker process (``python -m labtools.judge``,
+The children are forks of one server per worker process (``python -m labtools.grader.judge``,
 started on first use), which imports numpy, matplotlib, IPython, nbformat and the
 renderer once: a child costs milliseconds instead of the seconds a fresh interpreter
 spends on imports. The server is started with :mod:`subprocess` (it works in a process of
@@ -65,9 +65,9 @@ PRELOAD = (
     "perceptrons.testing",
     "perceptrons.widgets",
     "perceptrons.handin",
-    "labtools.closed",
-    "labtools.verdicts",
-    "labtools.render",
+    "labtools.grader.closed",
+    "labtools.grader.verdicts",
+    "labtools.grader.render",
 )
 # imported before the first page is rendered (a request of kind b"f"): a server that only
 # grades, as each grading worker's does, never needs nbgrader (0.7 s of imports)
@@ -79,16 +79,16 @@ class ServerSilent(Exception):
 
 
 class _Server:
-    """``python -m labtools.judge``: forks one child per notebook (see the module)."""
+    """``python -m labtools.grader.judge``: forks one child per notebook (see the module)."""
 
     def __init__(self):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         env = dict(os.environ, MPLBACKEND="Agg", PYTHONHASHSEED="0")
         env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-        labtools_parent = str(Path(__file__).resolve().parent.parent)
+        labtools_parent = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join([labtools_parent, *sys.path[1:]])
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "labtools.judge"],
+            [sys.executable, "-m", "labtools.grader.judge"],
             stdin=theirs,
             stdout=subprocess.DEVNULL,
             env=env,
@@ -101,7 +101,7 @@ class _Server:
 
     def close(self) -> None:
         """Stop the server (it also ends by itself when this process does)."""
-        from labtools.sandbox import end_server
+        from labtools.grader.sandbox import end_server
 
         end_server(self.process, self.control)
 
@@ -170,7 +170,7 @@ def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
     None), and {"cells": {index: entry}, "done": the final report or None, "stopped": why
     the child was stopped, or None, "failed": the grader's own traceback, or None,
     "seconds": the wall-clock time, "peak": the child's peak memory in bytes}."""
-    from labtools.sandbox import Limits
+    from labtools.grader.sandbox import Limits
 
     limits = Limits(**task.limits)
     started = time.monotonic()
@@ -178,7 +178,7 @@ def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
     plan, unreadable = None, None
     reports: dict = {"cells": {}, "done": None, "stopped": None, "failed": None, "peak": None}
     try:
-        from labtools import closed
+        from labtools.grader import closed
 
         allow = json.dumps(list(closed.lab_allow(task.source))).encode()
         with _new_child(b"g" + allow) as (conn, pid):
@@ -232,7 +232,7 @@ def _peak(pid: int, done: dict | None) -> int | None:
     return None
 
 
-# --- the server and its children (python -m labtools.judge) --------------------------------
+# --- the server and its children (python -m labtools.grader.judge) --------------------------------
 
 
 def read_submission(text: str) -> tuple[dict | None, str]:
@@ -330,8 +330,8 @@ def _child(conn: socket.socket) -> None:
         send({"done": True})
         return
     task = wire.Task(**job["grade"])
-    from labtools import closed, verdicts
-    from labtools.sandbox import Limits
+    from labtools.grader import closed, verdicts
+    from labtools.grader.sandbox import Limits
 
     limits = Limits(**task.limits)
     _limit_memory(limits.grader_memory)
@@ -361,7 +361,7 @@ def _child(conn: socket.socket) -> None:
     send({"done": done})
 
 
-_WARM: list = [None]  # the server's warm parent (labtools.sandbox.Zygote), while it has one
+_WARM: list = [None]  # the server's warm parent (labtools.grader.sandbox.Zygote), while it has one
 _WARM_DEATHS = [0]
 WARM_GIVE_UP = 3  # after this many deaths of its warm parent, a server grades cold
 _WARM_MISSING: list = [None]  # why this machine cannot start one (checked when it starts)
@@ -372,7 +372,7 @@ def _warm_parent(allow: tuple[str, ...]) -> None:
     queue gives a worker one lab's notebooks after another), unless this machine cannot or
     it keeps dying. Its copy of the package, and the package's fingerprints that the review
     of each notebook reads, are made here once, before the children fork."""
-    from labtools import closed, sandbox
+    from labtools.grader import closed, sandbox
 
     warm = _WARM[0]
     if warm is not None and warm.alive() and warm.allow == allow:
@@ -400,7 +400,7 @@ def _warm_up() -> None:
     """Fill, once in the server, the caches every child would otherwise fill again: the
     package's functions (what a lab closes) and the HTML cleaner's parser. Nothing here
     comes from a student."""
-    from labtools import closed, render
+    from labtools.grader import closed, render
     from perceptrons import handin
 
     handin.package_functions()
@@ -432,7 +432,7 @@ def serve() -> None:
     """The server: one fork per request on the control socket (standard input)."""
     import importlib
 
-    from labtools import sandbox
+    from labtools.grader import sandbox
 
     _die_with_parent()
     for name in PRELOAD:

@@ -1,13 +1,13 @@
 """Grading one notebook: the student's code in the sandbox, every verdict out of its reach.
 
-:func:`evaluate` walks the cells that :func:`labtools.notebook.plan` gives, in order, with
-two namespaces side by side: the student's, in a :class:`~labtools.sandbox.Sandbox`, and
+:func:`evaluate` walks the cells that :func:`labtools.grader.notebook.plan` gives, in order, with
+two namespaces side by side: the student's, in a :class:`~labtools.grader.sandbox.Sandbox`, and
 the grader's own, in this process, where no student code ever runs. Locked cells run in
-both, except those that only show something (:func:`labtools.notebook.shown_only`: no later
+both, except those that only show something (:func:`labtools.grader.notebook.shown_only`: no later
 verdict reads what they make), which run in the sandbox only; the graded notebook shows what
 the sandbox printed and drew for them, as the student's kernel would. A test cell runs here
 only, after the names it reads that the student's answers define
-(:func:`labtools.notebook.declared`) are fetched from the sandbox: values as plain data
+(:func:`labtools.grader.notebook.declared`) are fetched from the sandbox: values as plain data
 (:mod:`labtools.wire`), functions as :class:`StudentFunction` stand-ins whose calls go to
 the sandbox with plain data and come back as plain data. A test passes when it runs to its
 end here; nothing the student's code printed, patched or raised can change that.
@@ -35,8 +35,9 @@ import traceback
 import warnings
 from pathlib import Path
 
-from labtools import closed, notebook, wire
-from labtools.sandbox import Limits, Sandbox, SandboxError
+from labtools import wire
+from labtools.grader import closed, notebook
+from labtools.grader.sandbox import Limits, Sandbox, SandboxError
 
 PLAIN = "numbers, strings, booleans, None, lists, tuples, dicts, numeric numpy arrays"
 
@@ -85,7 +86,7 @@ def _changed_argument(sent, returned) -> str | None:
 def callbacks(box: Sandbox, references: dict, *, graded: bool):
     """What answers the student's code when it calls back during a request: the instructor's
     versions of ``references`` ({name: the instructor's function, on this side}), and the
-    package functions the lab closes (:func:`labtools.closed.answer`: refused when
+    package functions the lab closes (:func:`labtools.grader.closed.answer`: refused when
     ``graded``, else run here). Anything else stops the sandbox (None)."""
     budget = box.limits.budget()
 
@@ -396,8 +397,8 @@ class SourceBudget:
 def kept(cell: notebook.Cell, sources: SourceBudget) -> dict:
     """A cell as the graded notebook keeps it, before it runs: role, grade id, source (the
     student's cut to the budget), metadata, no outputs; a written answer also as ``html``,
-    rendered and cleaned (:func:`labtools.render.written_html`)."""
-    from labtools import render
+    rendered and cleaned (:func:`labtools.grader.render.written_html`)."""
+    from labtools.grader import render
 
     student = cell.role in ("answer", "written", "extra")
     source = sources.take(cell.source) if student else cell.source
@@ -548,16 +549,16 @@ def evaluate(
     zygote=None,
     report=None,
 ) -> dict:
-    """Grade one notebook; returns plain data (see :func:`labtools.worker.grade_task`).
+    """Grade one notebook; returns plain data (see :func:`labtools.grader.worker.grade_task`).
 
     ``cells``: for every cell of the plan, its role, grade id, source, outputs and, for
     tests, ``passed`` and ``score``; ``notes``: what the instructor should know; ``stopped``:
     why the student's process stopped early, if it did; ``review``: what the rules name in
     the student's cells (:mod:`perceptrons.handin`). ``package``: the lab's copy of the
-    package (:func:`labtools.closed.package_for`), for a notebook without a warm parent.
+    package (:func:`labtools.grader.closed.package_for`), for a notebook without a warm parent.
     ``report``, if given, is called with ``{"plan": [...], "notes": [...]}`` before any cell
     runs and with ``{"cell": index, "entry": ...}`` as each is graded
-    (:mod:`labtools.judge`).
+    (:mod:`labtools.grader.judge`).
     """
     import matplotlib.pyplot as plt
 

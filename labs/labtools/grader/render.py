@@ -44,12 +44,12 @@ def written_html(answer: str) -> str:
 def autograded_notebook(source_nb: dict, result: dict) -> dict:
     """The notebook as graded, for formgrader and feedback: the plan's cells with the
     grader's outputs (a failed test shows its error, as nbgrader's autograde does). A test
-    cell shows its visible part only (:func:`labtools.notebook.visible`, as the student
+    cell shows its visible part only (:func:`labtools.grader.notebook.visible`, as the student
     version has it): the feedback is rendered from this notebook, and nbgrader's would show
-    the hidden tests. ``result``: what :func:`labtools.verdicts.evaluate` returned."""
+    the hidden tests. ``result``: what :func:`labtools.grader.verdicts.evaluate` returned."""
     import nbformat
 
-    from labtools import notebook
+    from labtools.grader import notebook
 
     cells = []
     for entry in result["cells"]:

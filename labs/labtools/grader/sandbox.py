@@ -15,7 +15,7 @@ What the sandbox gives the student's code:
   installation with every ``site-packages`` and ``dist-packages`` folder emptied, the
   sandbox's own environment ``.venv-sandbox`` (numpy, matplotlib, IPython, ipywidgets: made
   by ``tasks.py`` from ``requirements-sandbox.txt``), the lab's copy of the package
-  (:mod:`labtools.closed`: the functions the lab closes are not in it) and the agent
+  (:mod:`labtools.grader.closed`: the functions the lab closes are not in it) and the agent
   (:mod:`labtools.inside`), read-only; a private ``/tmp`` of a fixed size. No scipy, no
   scikit-learn, nothing of the grader (nbgrader, the rest of labtools), none of the lab
   sources, submissions or course folder;
@@ -61,7 +61,7 @@ from labtools.inside import seccomp
 
 NOBODY = 65534
 FIRST_UID = 1_000_000
-LABTOOLS = Path(__file__).resolve().parent
+LABTOOLS = Path(__file__).resolve().parents[1]
 INSIDE = LABTOOLS / "inside"  # the agent and the warm parent: the sandbox's only labtools
 ROOT = LABTOOLS.parent.parent
 SANDBOX_VENV = ROOT / ".venv-sandbox"  # made by tasks.py from requirements-sandbox.txt
