@@ -30,10 +30,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "labs"), str(ROOT / "tests")]
 
 from labtools import wire  # noqa: E402
-from labtools.grader import judge, sandbox  # noqa: E402
+from labtools.grader import judge  # noqa: E402
+from labtools.grader.limits import Limits  # noqa: E402
 from labtools.grader.worker import assemble  # noqa: E402
 
-LIMITS = sandbox.Limits(cell_seconds=10, notebook_seconds=30, output=8 * 2**20)
+LIMITS = Limits(cell_seconds=10, notebook_seconds=30, output=8 * 2**20)
 
 
 def lab1_plants(tmp: Path) -> dict[str, tuple[str, str]]:

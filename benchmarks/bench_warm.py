@@ -52,7 +52,7 @@ import nbformat
 from labtools import course as courses
 from labtools import grade
 from labtools.door import layout
-from labtools.grader import cluster, sandbox
+from labtools.grader import bwrap, cluster
 from labtools.record import read_row
 from nbclient import NotebookClient
 
@@ -215,7 +215,7 @@ def main() -> None:
     for name, value in KERNEL_ENV.items():
         os.environ.setdefault(name, value)
     cores = os.cpu_count() or 1
-    warm_missing = sandbox.warm_available()
+    warm_missing = bwrap.warm_available()
     load_before = os.getloadavg()[0]  # the machine is shared: say how busy it was
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

@@ -109,9 +109,9 @@ def need_sandbox():
     import os
 
     import pytest
-    from labtools.grader import sandbox
+    from labtools.grader import bwrap
 
-    missing = sandbox.available()
+    missing = bwrap.available()
     if missing and os.environ.get("CI"):
         pytest.fail(f"CI must provide the sandbox: {missing}")
     if missing:

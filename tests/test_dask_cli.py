@@ -25,7 +25,8 @@ from labtools import grade, schedule
 from labtools.__main__ import main
 from labtools.door import layout
 from labtools.door.layout import UsageError
-from labtools.grader import cluster, sandbox, worker
+from labtools.grader import bwrap, cluster, worker
+from labtools.grader.limits import Limits
 from test_grading import LAB, LABS, hand_in, nb_of, plant_cells, rows_of, solved
 
 DASK = Path(sys.executable).with_name("dask")
@@ -163,7 +164,7 @@ def test_a_class_graded_on_a_dask_cluster_gets_the_scores_of_the_local_pool(tmp_
     # the same class on the local pool, in a copy of the course (its labs generated once)
     local = tmp_path / "local"
     shutil.copytree(course, local, ignore=shutil.ignore_patterns("results", "feedback"))
-    grade.grade(submissions, local, limits=sandbox.Limits(cell_seconds=10), progress=False)
+    grade.grade(submissions, local, limits=Limits(cell_seconds=10), progress=False)
     scores = {r["student"]: float(r["automatic"]) for r in rows_of(course) if r["lab"] == LAB}
     assert scores == CLASS
     for student in CLASS:  # test by test, the same verdicts as the local pool's
@@ -238,9 +239,9 @@ def test_a_worker_on_another_machine_lends_its_own_font_cache(tmp_path):
     assert worker.worker_mpl_cache(str(tmp_path)) == tmp_path
     own = worker.worker_mpl_cache(str(tmp_path / "only on the grading machine"))
     assert own == Path(worker.mpl_cache()) and own.is_dir()
-    argv = sandbox.zygote_command(tmp_path / "package", tmp_path / "missing")
+    argv = bwrap.zygote_command(tmp_path / "package", tmp_path / "missing")
     assert str(tmp_path / "missing") not in argv  # a folder that is not there is not bound
-    assert str(tmp_path) in sandbox.zygote_command(tmp_path / "package", tmp_path)  # one that is
+    assert str(tmp_path) in bwrap.zygote_command(tmp_path / "package", tmp_path)  # one that is
 
 
 class Cancelling(concurrent.futures.Executor):
@@ -262,7 +263,7 @@ def test_notebooks_a_lost_cluster_did_not_grade_are_graded_by_the_next_run(tmp_p
     rows = schedule.run(
         course,
         todo,
-        limits=sandbox.Limits(),
+        limits=Limits(),
         unsafe=False,
         jobs=None,
         executor=Cancelling(),
@@ -284,7 +285,7 @@ def test_the_sandbox_is_needed_where_the_notebooks_run_not_where_they_are_record
         raise Opened
 
     write_class(tmp_path / "in")
-    monkeypatch.setattr(sandbox, "available", lambda: "bubblewrap is not installed")
+    monkeypatch.setattr(bwrap, "available", lambda: "bubblewrap is not installed")
     monkeypatch.setattr(courses, "open_course", opened)
     with pytest.raises(UsageError, match="--unsafe"):  # the local pool: refused here
         grade.grade(tmp_path / "in", tmp_path / "course")

@@ -15,6 +15,7 @@ import pytest
 from _helpers import ROOT, answered, need_sandbox, sandbox_lock
 from labtools import wire
 from labtools.grader import render, sandbox, verdicts, worker
+from labtools.grader.limits import Limits
 
 LABS = ROOT / "labs"
 
@@ -30,7 +31,7 @@ def grade(lab, nb, source=None, **limits):
         lab=lab,
         source=source or source_of(lab),
         notebook=json.dumps(nb),
-        limits=asdict(sandbox.Limits(**{"cell_seconds": 10, **limits})),
+        limits=asdict(Limits(**{"cell_seconds": 10, **limits})),
     )
     started = time.monotonic()
     with sandbox_lock():
@@ -157,7 +158,7 @@ def test_a_long_written_answer_is_cut_before_it_is_rendered():
     assert outcome.evaluation["seconds"] == pytest.approx(seconds, abs=1)
     (written,) = [c for c in outcome.autograded["cells"] if c["metadata"].get("nbgrader", {})
                   .get("grade_id") == "ex2-answer"]  # fmt: skip
-    limits = sandbox.Limits()
+    limits = Limits()
     html = "".join(written["source"])
     assert len(html) < 40 * limits.cell_source  # the HTML of at most cell_source characters
     assert "cell_source limit" in html
@@ -181,7 +182,7 @@ def test_huge_code_cells_and_thousands_of_added_cells_are_kept_within_the_caps()
     outcome, seconds = grade(lab, nb)
     assert outcome.status is wire.Status.GRADED
     assert scores(outcome) == scores(grade(lab, answered(lab))[0])
-    limits = sandbox.Limits()
+    limits = Limits()
     kept = sum(len(c["source"]) for c in outcome.autograded["cells"] if not c["metadata"])
     assert kept <= limits.notebook_source + limits.cell_source + 100, kept
     size = len(json.dumps(outcome.autograded))
@@ -213,7 +214,7 @@ def test_the_instructors_reference_code_never_enters_the_sandbox():
         sent.clear()
         with pytest.MonkeyPatch.context() as mp, sandbox_lock():
             mp.setattr(sandbox.Sandbox, "_send", spy)
-            result = verdicts.evaluate(source, answered(lab), sandbox.Limits(cell_seconds=10))
+            result = verdicts.evaluate(source, answered(lab), Limits(cell_seconds=10))
         assert all(e["passed"] for e in result["cells"] if e["role"] == "test"), lab
         references = {n for c in source["cells"] for n in
                       c["metadata"].get("grading", {}).get("reference", [])}  # fmt: skip
@@ -270,7 +271,7 @@ def test_written_html_is_the_one_rendering_of_an_answer():
     assert "".join(cells[0]["source"]) == "<p>kept</p>"
     cells = render.autograded_notebook(nb, {"cells": [entry]})["cells"]
     assert "".join(cells[0]["source"]).strip() == "<p><em>a</em></p>"
-    assert np.isfinite(sandbox.Limits().grader_seconds)
+    assert np.isfinite(Limits().grader_seconds)
 
 
 def test_a_wholly_hidden_test_that_fails_keeps_its_place_and_the_rest_theirs():

@@ -36,7 +36,8 @@ from _helpers import (
 from labtools import course as courses
 from labtools import grade, release, schedule, wire
 from labtools.door import layout
-from labtools.grader import notebook, render, sandbox, verdicts
+from labtools.grader import bwrap, notebook, render, sandbox, verdicts
+from labtools.grader.limits import Limits
 
 LABS = ROOT / "labs"
 LAB = "lab1_perceptron"
@@ -45,7 +46,7 @@ LAB = "lab1_perceptron"
 # (numpy, matplotlib and IPython imported: about 1 CPU-s), stays well inside it on a
 # machine as loaded as the test run makes it (about 2.5 s measured at worst).
 CELL_SECONDS = 6.0
-LIMITS = sandbox.Limits(cell_seconds=CELL_SECONDS, output=8 * 2**20)
+LIMITS = Limits(cell_seconds=CELL_SECONDS, output=8 * 2**20)
 
 
 def hand_in(folder: Path, student: str, nb, lab=LAB) -> Path:
@@ -381,8 +382,8 @@ def test_only_the_solution_cells_names_cross():
 def test_the_private_tmp_is_mounted_before_the_environment_is_bound(monkeypatch):
     """A checkout (and its .venv) under /tmp must stay visible in the sandbox: its /tmp is
     mounted first and the binds go on top (a clean clone in /tmp found this)."""
-    monkeypatch.setattr(sandbox, "_python_paths", lambda: [Path("/tmp/clone/.venv")])
-    argv = sandbox.zygote_command(Path("/tmp/clone/package"))
+    monkeypatch.setattr(bwrap, "_python_paths", lambda: [Path("/tmp/clone/.venv")])
+    argv = bwrap.zygote_command(Path("/tmp/clone/package"))
     assert argv.index("--tmpfs") < argv.index("/tmp/clone/.venv")
 
 
@@ -393,7 +394,7 @@ def test_sandbox_isolates_and_limits(privileged, monkeypatch):
         if os.geteuid() != 0:
             pytest.skip("the unprivileged mode is the only one here, tested by the other case")
         # the command line an ordinary user gets: a user namespace, uid 65534 inside
-        monkeypatch.setattr(sandbox.os, "geteuid", lambda: 1000)
+        monkeypatch.setattr(bwrap.os, "geteuid", lambda: 1000)
     probe = f"""
 import os, socket, pathlib
 report = {{"uid": os.getuid(), "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit())}}
@@ -418,12 +419,12 @@ except OSError:
             watched = box.watch._processes()
             inside = box.watch.inside(watched)
             assert inside is not None and inside != str(box.process.pid), watched
-    assert report["uid"] == (sandbox.NOBODY if not privileged else sandbox.sandbox_uid())
+    assert report["uid"] == (bwrap.NOBODY if not privileged else bwrap.sandbox_uid())
     assert report["uid"] != os.getuid()
     assert report["pids"] == [1]  # it sees itself only
     assert not report["repo"] and not report["net"] and not report["wrote"]
     system = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"} & set(os.listdir("/"))
-    bound = {p.parts[1] for p in sandbox._python_paths()} | {"usr", "etc", "opt"}
+    bound = {p.parts[1] for p in bwrap._python_paths()} | {"usr", "etc", "opt"}
     assert set(report["seen"]) == system | bound | {"proc", "dev", "tmp"}  # nothing else
 
 
@@ -522,7 +523,7 @@ def plant(submitted: Path, others: Path, course: Path, port: int) -> dict:
         ],
         "WRITABLE": [str(ROOT / "src" / "perceptrons" / "__init__.py"), str(course / "grades.csv")],
         "PORT": port,
-        "PROCESS_LIMIT": sandbox.Limits().processes,
+        "PROCESS_LIMIT": Limits().processes,
     }
     expected = {}
     for name, entry in expected_scores().items():
@@ -570,7 +571,7 @@ def leftover_processes():
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if uid >= sandbox.FIRST_UID or any(str(MARK + k) in cmdline for k in range(3)):
+        if uid >= bwrap.FIRST_UID or any(str(MARK + k) in cmdline for k in range(3)):
             found.append((entry.name, uid, cmdline))
     return found
 
@@ -719,7 +720,7 @@ def test_statuses_tell_the_instructor_what_happened(graded):
     refused = "the notebook's process was stopped: it sent an answer the grader refused"
     assert "a dict of more than 1000 keys, not plain data" in message("collider", "ex5-tests")
     assert f"{refused}: not readable as data (RecursionError)" in status["deep"]
-    assert f"{refused}: more than {sandbox.Limits().items} items" in status["bomb"]
+    assert f"{refused}: more than {Limits().items} items" in status["bomb"]
     assert f"{refused}: not readable as data (UnicodeDecodeError)" in status["notutf8"]
     assert "larger than the limit (message = 16777216 bytes)" in status["hugeframe"]
     assert "output cut, at least" in status["chatter"]
@@ -881,7 +882,7 @@ def test_a_thousand_sleeping_cells_cost_the_notebook_limit_and_no_more(tmp_path)
     notebook that sleeps in a thousand added cells (about 17 hours at 60 s each) is stopped
     at its limit, graded up to there, and the rest of the class is graded beside it."""
     need_sandbox()
-    limits = sandbox.Limits(cell_seconds=4.0, notebook_seconds=20.0)
+    limits = Limits(cell_seconds=4.0, notebook_seconds=20.0)
     sleeper = solved()
     sleeper["cells"] += [
         {"cell_type": "code", "metadata": {}, "source": SLEEPER_CELL, "outputs": [],
@@ -961,7 +962,7 @@ def test_clear_errors_before_anything_is_graded(tmp_path):
 
 
 def test_grading_refuses_to_run_without_the_sandbox_unless_told(tmp_path, monkeypatch):
-    monkeypatch.setattr(sandbox, "available", lambda: "bubblewrap is not installed")
+    monkeypatch.setattr(bwrap, "available", lambda: "bubblewrap is not installed")
     hand_in(tmp_path / "s", "a", solved())
     with pytest.raises(layout.UsageError, match="--unsafe"):
         grade.grade(tmp_path / "s", tmp_path / "c")

@@ -251,9 +251,9 @@ def test_the_check_says_what_it_found_and_where(tmp_path, monkeypatch, capsys):
 def test_what_the_check_calls_installed_is_what_the_sandbox_has():
     """The check says an import 'fails when graded' for what the sandbox's environment
     lacks: its list of what is there must be the environment's."""
-    from labtools.grader import sandbox
+    from labtools.grader import bwrap
 
-    venv = sandbox.sandbox_python().parent.parent
+    venv = bwrap.sandbox_python().parent.parent
     if not venv.exists():
         pytest.skip("no .venv-sandbox here (tasks.py makes it)")
     site = next(venv.glob("lib/python3*/site-packages"))

@@ -11,7 +11,7 @@ import pytest
 from _helpers import answered, course_made, need_sandbox
 from labtools import grade, wire
 from labtools.door import intake, layout
-from labtools.grader import sandbox
+from labtools.grader.limits import Limits
 
 LAB = "lab1_perceptron"
 NB = f"{LAB}.ipynb"
@@ -515,7 +515,7 @@ def test_a_canvas_zip_and_a_moodle_zip_are_graded_each_student_apart(tmp_path):
         },
     )
     course = tmp_path / "grading"
-    limits = sandbox.Limits(cell_seconds=10.0)
+    limits = Limits(cell_seconds=10.0)
     first = grade.grade(canvas, course_made(course), jobs=2, limits=limits, progress=False)
     second = grade.grade(moodle, course, jobs=2, limits=limits, progress=False)
     with open(course / "grades.csv") as f:
@@ -576,7 +576,7 @@ def test_moodle_names_that_fold_alike_are_graded_as_two_people(tmp_path):
         },
     )
     two = make_zip(tmp_path / "two.zip", {f"Jose Smith_7_assignsubmission_file/{NB}": wrong})
-    limits = sandbox.Limits(cell_seconds=10.0)
+    limits = Limits(cell_seconds=10.0)
     first = grade.grade(one, course_made(course), jobs=2, limits=limits, progress=False)
     second = grade.grade(two, course, jobs=2, limits=limits, progress=False)
     assert first["kept apart"] == (

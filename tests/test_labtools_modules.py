@@ -198,7 +198,10 @@ def test_a_db_that_is_not_postgresql_and_a_server_that_fails_are_one_line():
 # the modules of the sandbox's side: what they write is their own scratch (a sandbox's /tmp,
 # matplotlib's cache), never a path of the course folder, which no worker or sandbox is given
 SANDBOX_SIDE = {m for m in MODULES if m.startswith("inside.")} | {
-    "grader.sandbox",
+    "grader.sandbox",  # and the modules it is made of:
+    "grader.bwrap",
+    "grader.memory",
+    "grader.start",
     "grader.judge",
     "grader.verdicts",
 }

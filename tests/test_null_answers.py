@@ -51,11 +51,12 @@ from _helpers import (
 )
 from labtools import grade
 from labtools.door import layout
-from labtools.grader import notebook, sandbox
+from labtools.grader import notebook
+from labtools.grader.limits import Limits
 from labtools.wire import Status
 
 LABS = ROOT / "labs"
-LIMITS = sandbox.Limits(cell_seconds=10.0)
+LIMITS = Limits(cell_seconds=10.0)
 # the module fixture grades about 150 notebooks once (it graded them twice, warm and cold,
 # until the cold start became the same code as the warm one: issue 38)
 pytestmark = pytest.mark.timeout(1500)

@@ -36,10 +36,10 @@ from labtools import __main__ as cli
 from labtools import grade, platforms
 from labtools.door import intake, layout
 from labtools.door.layout import UsageError
-from labtools.grader import sandbox
+from labtools.grader.limits import Limits
 
 LAB1, LAB2 = "lab1_perceptron", "lab2_convergence"
-LIMITS = sandbox.Limits(cell_seconds=10)
+LIMITS = Limits(cell_seconds=10)
 
 # ---------------------------------------------------------------------------------------
 # The independent checkers

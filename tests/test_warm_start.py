@@ -19,9 +19,12 @@ from pathlib import Path
 import pytest
 from _helpers import need_sandbox
 from labtools import wire
-from labtools.grader import closed, sandbox
+from labtools.grader import bwrap, closed, sandbox
+from labtools.grader.limits import Limits
+from labtools.grader.memory import MemoryGroup
+from labtools.grader.start import Zygote
 
-LIMITS = sandbox.Limits(cell_seconds=20.0)
+LIMITS = Limits(cell_seconds=20.0)
 ALLOW = ("augment", "heaviside")  # Lab 1's: P.pt and the rest of PT's code are closed
 
 # Only a mount that is read-write can hold what a notebook writes: the folders it may write
@@ -85,12 +88,12 @@ processes = [open(f"/proc/{p}/cmdline").read() for p in seen]
 @pytest.fixture(scope="module")
 def zygote():
     need_sandbox()
-    missing = sandbox.warm_available()
+    missing = bwrap.warm_available()
     if missing and os.environ.get("CI"):
         pytest.fail(f"CI must provide the warm start: {missing}")
     if missing:
         pytest.skip(missing)
-    parent = sandbox.Zygote(closed.package_for(ALLOW))
+    parent = Zygote(closed.package_for(ALLOW))
     assert parent.ready()
     yield parent
     parent.close()
@@ -149,7 +152,7 @@ def memory_holds(pid: int, needle: bytes) -> bool:
 
 
 def test_a_child_finds_nothing_of_the_one_before(zygote):
-    uid = sandbox.sandbox_uid()
+    uid = bwrap.sandbox_uid()
     with sandbox.Sandbox(LIMITS, zygote=zygote.control) as first:
         run(first, WALK)
         writable = value(first, "writable")
@@ -199,7 +202,7 @@ def test_the_parent_holds_nothing_of_a_student_once_a_child_ends(zygote):
 
 
 def test_the_keeper_ends_the_notebook_when_the_grader_goes(zygote):
-    uid = sandbox.sandbox_uid()
+    uid = bwrap.sandbox_uid()
     box = sandbox.Sandbox(LIMITS, zygote=zygote.control)
     box.__enter__()
     try:
@@ -334,15 +337,15 @@ def test_what_the_sandbox_binds_under_tmp_stays_in_a_childs_fresh_tmp(monkeypatc
     """A checkout or environment under /tmp (CI clones there) is bound below the sandbox's
     /tmp; a warm child's empty /tmp must keep it, read-only, or its Python is gone."""
     need_sandbox()
-    if sandbox.warm_available():
-        pytest.skip(sandbox.warm_available())
+    if bwrap.warm_available():
+        pytest.skip(bwrap.warm_available())
     bound = Path("/tmp") / f"labtools-bound-{uuid.uuid4().hex}"
     (bound / "pkg").mkdir(parents=True)
     (bound / "pkg" / "data.txt").write_text("still here")
     try:
-        paths = sandbox._python_paths()
-        monkeypatch.setattr(sandbox, "_python_paths", lambda: [*paths, bound])
-        parent = sandbox.Zygote(closed.package_for(ALLOW))
+        paths = bwrap._python_paths()
+        monkeypatch.setattr(bwrap, "_python_paths", lambda: [*paths, bound])
+        parent = Zygote(closed.package_for(ALLOW))
         try:
             with sandbox.Sandbox(LIMITS, zygote=parent.control) as box:
                 source = (
@@ -393,13 +396,13 @@ def test_a_notebooks_processes_share_one_memory_limit(zygote, monkeypatch, group
     kernel's out-of-memory killer, inside the group), or the notebook is stopped (where no
     cgroup can be made: the sum is watched). Round-5 red team, finding 8: 7 processes held
     8.2 GiB at once."""
-    if group == "cgroup" and sandbox.MemoryGroup.home() is None:
+    if group == "cgroup" and MemoryGroup.home() is None:
         if os.environ.get("CI"):
             pytest.fail("CI's machine gives no memory cgroup to the grader")
         pytest.skip("this machine gives no memory cgroup to the grader")
     if group == "watched":
-        monkeypatch.setattr(sandbox.MemoryGroup, "make", classmethod(lambda cls, limit: None))
-    limits = sandbox.Limits(cell_seconds=20.0, notebook_memory=600 * 2**20)
+        monkeypatch.setattr(MemoryGroup, "make", classmethod(lambda cls, limit: None))
+    limits = Limits(cell_seconds=20.0, notebook_memory=600 * 2**20)
     with sandbox.Sandbox(limits, zygote=zygote.control) as box:
         answer = None
         try:

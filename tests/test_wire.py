@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from _helpers import ROOT
 from labtools import wire
-from labtools.grader import sandbox
+from labtools.grader.limits import Limits
 
-BUDGET = sandbox.Limits().budget()
+BUDGET = Limits().budget()
 
 
 def answer(value_json: bytes) -> bytes:
@@ -164,7 +164,8 @@ def test_framing_has_one_home():
     from pathlib import Path
 
     tools = Path(wire.__file__).parent
-    for name in ("inside/agent.py", "inside/zygote.py", "grader/sandbox.py", "grader/verdicts.py"):
+    sandbox = [f"grader/{m}.py" for m in ("sandbox", "start", "bwrap", "memory", "verdicts")]
+    for name in ("inside/agent.py", "inside/zygote.py", *sandbox):
         text = (tools / name).read_text()
         assert "import struct" not in text and "os.read(" not in text, name
         # the agent reads the grader's requests, the warm parent the grader's job, the
@@ -210,5 +211,5 @@ def test_limits_on_the_command_line_reach_the_grader():
 
 def test_the_guide_lists_every_limit_with_its_default():
     guide = (ROOT / "book" / "instructors.md").read_text()
-    for field in dataclasses.fields(sandbox.Limits):
+    for field in dataclasses.fields(Limits):
         assert f"| `{field.name}` | {field.default!r} |" in guide, field.name

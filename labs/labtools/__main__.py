@@ -15,11 +15,11 @@ from labtools.door.layout import UsageError
 
 def limits_from(args):
     """The grading limits of the command line: the defaults of
-    :class:`labtools.grader.sandbox.Limits`, then --cell-timeout and --memory-gb, then each
+    :class:`labtools.grader.limits.Limits`, then --cell-timeout and --memory-gb, then each
     ``--limit NAME=VALUE``."""
     import dataclasses
 
-    from labtools.grader.sandbox import Limits
+    from labtools.grader.limits import Limits
 
     fields = {f.name: f for f in dataclasses.fields(Limits)}
     chosen = {"cell_seconds": args.cell_timeout, "memory": int(args.memory_gb * 2**30)}

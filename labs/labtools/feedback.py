@@ -184,7 +184,7 @@ def write_limited(course: Path, student: str, lab: str, limits=None) -> str | No
     once it is written, else one line saying why not (the old page is kept, and the
     course folder's log says why in full)."""
     from labtools.grader import judge
-    from labtools.grader.sandbox import Limits
+    from labtools.grader.limits import Limits
 
     limits = limits or Limits()
     why = judge.call(

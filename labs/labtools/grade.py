@@ -34,7 +34,7 @@ from labtools.door import intake, layout, parse
 from labtools.door.layout import UsageError
 from labtools.export import export
 from labtools.grader import notebook
-from labtools.grader.sandbox import Limits
+from labtools.grader.limits import Limits
 from labtools.record import STALE, read_row
 from labtools.wire import TEXT, Status, capped
 
@@ -84,13 +84,13 @@ def grade(
         course folder (:func:`labtools.course.use_gradebook`; default: the one it
         remembers, else SQLite in it)
     """
-    from labtools.grader import sandbox
+    from labtools.grader import bwrap
 
     layout.check_arguments(str(submissions), str(course), labs, jobs)
     if db is not None:
         courses.check_db_url(db)
     course, submissions = Path(course).resolve(), Path(submissions).resolve()
-    missing = sandbox.available() if executor is None else None  # else: where it runs
+    missing = bwrap.available() if executor is None else None  # else: where it runs
     if missing and not unsafe:
         raise UsageError(
             f"the sandbox cannot run here: {missing}. Grading without it runs every "

@@ -88,7 +88,7 @@ def shown(argv: list[str]) -> list[str]:
 
 
 def add_grade_options(grade: argparse.ArgumentParser) -> None:
-    """The options of ``grade`` (the grading limits: :class:`labtools.grader.sandbox.Limits`)."""
+    """The options of ``grade`` (the grading limits: :class:`labtools.grader.limits.Limits`)."""
     grade.add_argument(
         "submissions",
         help="[submitted/]<student>/<lab>/<lab>.ipynb, a zip, or a Canvas or Moodle download",
@@ -123,7 +123,7 @@ def add_grade_options(grade: argparse.ArgumentParser) -> None:
         action="append",
         metavar="NAME=VALUE",
         help="set one grading limit, e.g. notebook_seconds=900 (repeatable; the names and "
-        "defaults: labtools.grader.sandbox.Limits and the instructor guide)",
+        "defaults: labtools.grader.limits.Limits and the instructor guide)",
     )
     grade.add_argument(
         "--scheduler",

@@ -225,7 +225,7 @@ class Task:
     lab: str
     source: dict  # the lab's source notebook
     notebook: str  # the submitted notebook's text
-    limits: dict  # the fields of labtools.grader.sandbox.Limits
+    limits: dict  # the fields of labtools.grader.limits.Limits
     unsafe: bool = False
     mpl_cache: str | None = None  # the grading machine's matplotlib cache, if a worker has it
     cold: bool = False  # a fresh sandbox for this notebook, not a child of the warm parent

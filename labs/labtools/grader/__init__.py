@@ -14,7 +14,12 @@ only labtools there); what comes back is data, parsed by :func:`labtools.wire.de
   tests on the grader's side; :mod:`~labtools.grader.notebook`: which cells are graded
   and how; :mod:`~labtools.grader.render`: the notebook as graded;
 - :mod:`~labtools.grader.closed`: what a lab closes (its copy of the package);
-- :mod:`~labtools.grader.sandbox`: the sandbox of one notebook and every limit.
+- :mod:`~labtools.grader.sandbox`: one notebook's process in its sandbox, its requests and
+  answers; made of :mod:`~labtools.grader.bwrap` (the command lines: bubblewrap's
+  namespaces and file system), :mod:`~labtools.grader.start` (how the process starts: a
+  child of a warm parent, or a sandbox of its own), :mod:`~labtools.grader.memory` (the
+  notebook's memory, all its processes together) and :mod:`~labtools.grader.limits`
+  (every limit of one notebook).
 
 Nothing here imports the course folder or what goes out (``course``, ``out``); a worker
 is given no path of the course folder.

@@ -12,7 +12,7 @@ scheduler or the worker:
 
 - the scheduler answers within :data:`CONNECT_SECONDS` and has at least one worker;
 - every worker runs one thread: each sandbox takes its user id from the process that starts
-  it (:func:`labtools.grader.sandbox.sandbox_uid`), so two sandboxes of one process would share a
+  it (:func:`labtools.grader.bwrap.sandbox_uid`), so two sandboxes of one process would share a
   user id and its process limit (start ``dask worker --nthreads 1 --nworkers N``);
 - every worker can start the sandbox (unless ``--unsafe``) and grades with the same code
   (labtools and perceptrons) as this machine, so that scores do not depend on the worker.
@@ -53,9 +53,9 @@ def code_digest() -> str:
 
 def worker_report() -> dict:
     """Runs on each worker: what it lacks to grade, and which code it grades with."""
-    from labtools.grader import sandbox
+    from labtools.grader import bwrap
 
-    return {"sandbox": sandbox.available(), "code": code_digest()}
+    return {"sandbox": bwrap.available(), "code": code_digest()}
 
 
 def check_workers(client, address: str, *, unsafe: bool = False) -> None:

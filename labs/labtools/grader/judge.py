@@ -9,7 +9,7 @@ it, and a notebook can be built to make its rendering slow; so none of it runs i
 worker itself. :func:`judge` runs it in a fresh child process whose address space is
 limited (``RLIMIT_AS``: ``grader_memory``) and which the worker kills ``grader_seconds``
 after ``notebook_seconds`` and ``tests_seconds``, counted from its start (limits of
-:class:`labtools.grader.sandbox.Limits`). The child
+:class:`labtools.grader.limits.Limits`). The child
 reports each cell as it is graded, so a child that is killed or runs out of memory still
 leaves the verdicts it reached; the cells it did not reach score 0, with the reason.
 
@@ -101,7 +101,7 @@ class _Server:
 
     def close(self) -> None:
         """Stop the server (it also ends by itself when this process does)."""
-        from labtools.grader.sandbox import end_server
+        from labtools.grader.start import end_server
 
         end_server(self.process, self.control)
 
@@ -170,7 +170,7 @@ def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
     None), and {"cells": {index: entry}, "done": the final report or None, "stopped": why
     the child was stopped, or None, "failed": the grader's own traceback, or None,
     "seconds": the wall-clock time, "peak": the child's peak memory in bytes}."""
-    from labtools.grader.sandbox import Limits
+    from labtools.grader.limits import Limits
 
     limits = Limits(**task.limits)
     started = time.monotonic()
@@ -331,7 +331,7 @@ def _child(conn: socket.socket) -> None:
         return
     task = wire.Task(**job["grade"])
     from labtools.grader import closed, verdicts
-    from labtools.grader.sandbox import Limits
+    from labtools.grader.limits import Limits
 
     limits = Limits(**task.limits)
     _limit_memory(limits.grader_memory)
@@ -361,7 +361,7 @@ def _child(conn: socket.socket) -> None:
     send({"done": done})
 
 
-_WARM: list = [None]  # the server's warm parent (labtools.grader.sandbox.Zygote), while it has one
+_WARM: list = [None]  # the server's warm parent (labtools.grader.start.Zygote), while it has one
 _WARM_DEATHS = [0]
 WARM_GIVE_UP = 3  # after this many deaths of its warm parent, a server grades cold
 _WARM_MISSING: list = [None]  # why this machine cannot start one (checked when it starts)
@@ -372,7 +372,7 @@ def _warm_parent(allow: tuple[str, ...]) -> None:
     queue gives a worker one lab's notebooks after another), unless this machine cannot or
     it keeps dying. Its copy of the package, and the package's fingerprints that the review
     of each notebook reads, are made here once, before the children fork."""
-    from labtools.grader import closed, sandbox
+    from labtools.grader import closed, start
 
     warm = _WARM[0]
     if warm is not None and warm.alive() and warm.allow == allow:
@@ -386,7 +386,7 @@ def _warm_parent(allow: tuple[str, ...]) -> None:
     closed.warm_review(allow)
     if _WARM_DEATHS[0] >= WARM_GIVE_UP or _WARM_MISSING[0] is not None:
         return
-    warm = sandbox.Zygote(package, worker_mpl_cache(None))
+    warm = start.Zygote(package, worker_mpl_cache(None))
     warm.allow = allow
     if warm.ready():
         _WARM[0] = warm
@@ -432,14 +432,14 @@ def serve() -> None:
     """The server: one fork per request on the control socket (standard input)."""
     import importlib
 
-    from labtools.grader import sandbox
+    from labtools.grader import bwrap
 
     _die_with_parent()
     for name in PRELOAD:
         importlib.import_module(name)
     _warm_up()
     gc.freeze()  # what it holds now stays out of collections: a child copies no page for them
-    _WARM_MISSING[0] = sandbox.warm_available()  # (runs bubblewrap: before SIGCHLD is ignored)
+    _WARM_MISSING[0] = bwrap.warm_available()  # (runs bubblewrap: before SIGCHLD is ignored)
     control = socket.socket(fileno=0)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
     while True:

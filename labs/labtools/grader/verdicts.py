@@ -37,7 +37,8 @@ from pathlib import Path
 
 from labtools import wire
 from labtools.grader import closed, notebook
-from labtools.grader.sandbox import Limits, Sandbox, SandboxError
+from labtools.grader.limits import Limits
+from labtools.grader.sandbox import Sandbox, SandboxError
 
 PLAIN = "numbers, strings, booleans, None, lists, tuples, dicts, numeric numpy arrays"
 

@@ -57,7 +57,7 @@ PACKAGE = "perceptrons"
 @dataclass(frozen=True)
 class Budget:
     """What one message may cost its reader (the defaults are those of
-    :class:`labtools.grader.sandbox.Limits`)."""
+    :class:`labtools.grader.limits.Limits`)."""
 
     message: int = 16 * 2**20  # bytes of one frame
     items: int = MAX_ITEMS  # list items, dict entries, array numbers, JSON values

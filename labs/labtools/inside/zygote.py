@@ -1,9 +1,9 @@
 """Where every notebook starts: one parent in the sandbox imports once, each notebook is a
 fresh child of it.
 
-Started by the grader (:class:`labtools.grader.sandbox.Zygote`) as
+Started by the grader (:class:`labtools.grader.start.Zygote`) as
 ``python -m labtools.inside.zygote`` in a bubblewrap sandbox
-(:func:`labtools.grader.sandbox.zygote_command`), whose Python environment holds only what a lab
+(:func:`labtools.grader.bwrap.zygote_command`), whose Python environment holds only what a lab
 may use (numpy, matplotlib, IPython, ipywidgets, the standard library) and the lab's own
 copy of the package (the functions the lab closes are not in it: :mod:`labtools.grader.closed`).
 It imports what every notebook needs (numpy, matplotlib with Agg, IPython, ipywidgets, the
