@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 import nbformat
-from labtools import course as courses
 from labtools import grade
+from labtools.course import folder as courses
 from labtools.door import layout
 from nbclient import NotebookClient
 

@@ -49,11 +49,11 @@ import time
 from pathlib import Path
 
 import nbformat
-from labtools import course as courses
 from labtools import grade
+from labtools.course import folder as courses
+from labtools.course.record import read_row
 from labtools.door import layout
 from labtools.grader import bwrap, cluster
-from labtools.record import read_row
 from nbclient import NotebookClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 from _helpers import free_port, need_sandbox
-from labtools import course as courses
 from labtools import grade, schedule
 from labtools.__main__ import main
+from labtools.course import folder as courses
 from labtools.door import layout
 from labtools.door.layout import UsageError
 from labtools.grader import bwrap, cluster, worker

@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 from _helpers import ROOT, answered, course_made, fake_workers
 from labtools import __main__ as cli
-from labtools import late, record
+from labtools.course import late, record
 from labtools.door import intake, layout, timestamps
 from labtools.wire import TEXT
 from test_platform_exports import canvas_import, fputcsv, moodle_import, moodle_zip_import
@@ -411,7 +411,7 @@ def give_by_hand(course: Path, student: str, cell: str, points: float) -> None:
     """As formgrader saves a score: the gradebook's manual score of that cell."""
     import warnings
 
-    from labtools import course as courses
+    from labtools.course import folder as courses
     from nbgrader.api import Gradebook
 
     with Gradebook(courses.db_url(course)) as gb, warnings.catch_warnings():
@@ -506,7 +506,7 @@ def live(pid: int) -> bool:
 
 
 def generating(pid: int) -> int | None:
-    """The pid of nbgrader's generate_assignment below ``pid`` (labtools.course.GENERATE)."""
+    """The pid of nbgrader's generate_assignment below ``pid`` (labtools.course.folder.GENERATE)."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue

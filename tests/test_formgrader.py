@@ -1,4 +1,4 @@
-"""Manual grading in nbgrader's formgrader (labtools/formgrader.py): a score and a comment
+"""Manual grading in nbgrader's formgrader (labtools/course/formgrader.py): a score and a comment
 entered in Chromium reach the export and the feedback; the page shows math with no network
 and fetches no image an answer names; nbgrader's own workflow is hidden and refused; the
 server keeps answering however much it logs (its output goes to logs/formgrader.log,
@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 import vendor_assets
 from _helpers import course_made, free_port, need_chromium, need_sandbox, sandbox_lock
-from labtools import course as courses
-from labtools import export, feedback, formgrader, grade
+from labtools import export, feedback, grade
+from labtools.course import folder as courses
+from labtools.course import formgrader
 from labtools.door import layout
 from test_grading import LAB, LIMITS, hand_in, rows_of, solved
 

@@ -33,8 +33,9 @@ from _helpers import (
     sandbox_lock,
     scores,
 )
-from labtools import course as courses
-from labtools import grade, release, schedule, wire
+from labtools import grade, schedule, wire
+from labtools.course import folder as courses
+from labtools.course import release
 from labtools.door import layout
 from labtools.grader import bwrap, notebook, render, sandbox, verdicts
 from labtools.grader.limits import Limits
@@ -155,7 +156,7 @@ def test_student_versions_hold_no_solutions_and_say_what_to_write():
 def test_every_lab_rule_can_be_applied_and_every_reference_exists():
     """Each lab's allow list names package functions (what they call comes with them), a
     forbid names a function that exists, and a reference names a solution of the lab."""
-    from labtools import release
+    from labtools.course import release
 
     from perceptrons import handin
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from _helpers import ROOT, answered, need_sandbox, sandbox_lock
 from labtools import __main__ as cli
-from labtools import course as courses
+from labtools.course import folder as courses
 
 LABS = ROOT / "labs"
 LAB = "lab1_perceptron"

@@ -88,7 +88,7 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_no_labtools_module_imports_itself_back():
     graph = {module: imports_of(module) for module in MODULES}
-    assert graph["release"] == {"course", "door.layout"}  # release and grade did
+    assert graph["course.release"] == {"course.folder", "door.layout"}  # release and grade did
     assert cycle(graph) is None, " -> ".join(cycle(graph))
 
 
@@ -173,14 +173,14 @@ def test_a_database_password_is_never_shown(url, shown):
 
 
 def test_a_db_that_is_not_postgresql_and_a_server_that_fails_are_one_line():
-    from labtools import course
+    from labtools.course import folder
     from labtools.door.layout import UsageError
 
     with pytest.raises(UsageError, match="SQLite is the default"):
-        course.check_db_url("sqlite:///gradebook.db")
+        folder.check_db_url("sqlite:///gradebook.db")
     with pytest.raises(UsageError, match=r"PostgreSQL URL.*mysql://u:\*\*\*@h/d"):
-        course.check_db_url("mysql://u:pw@h/d")
-    course.check_db_url("postgresql://u@h/d")
+        folder.check_db_url("mysql://u:pw@h/d")
+    folder.check_db_url("postgresql://u@h/d")
     url = "postgresql://grader:s3cret@db/gb"
     said = {
         'FATAL:  database "gb" does not exist': "does not exist: create it",
@@ -188,7 +188,7 @@ def test_a_db_that_is_not_postgresql_and_a_server_that_fails_are_one_line():
         "Connection refused\n\tIs the server running": "no PostgreSQL server answers",
     }
     for text, expected in said.items():
-        line = course.server_problem(url, RuntimeError(text + " (s3cret)"))
+        line = folder.server_problem(url, RuntimeError(text + " (s3cret)"))
         assert expected in line and "grader:***@db/gb" in line and "s3cret" not in line
         assert "\n" not in line
 
@@ -210,13 +210,17 @@ SANDBOX_SIDE = {m for m in MODULES if m.startswith("inside.")} | {
 WRITES_ALLOWED = {
     ("door.layout", "whole", "os.open"): "the one writer: a temporary file beside the target",
     ("door.layout", "whole", "os.fdopen"): "the same file, then renamed over the target",
-    ("course", "locked", "os.open"): "the lock file, which holds the holder's pid only",
-    ("course", "copy_folder", "shutil.copytree"): "a folder copied beside its place, renamed",
+    ("course.folder", "locked", "os.open"): "the lock file, which holds the holder's pid only",
+    ("course.folder", "copy_folder", "shutil.copytree"): (
+        "a folder copied beside its place, renamed"
+    ),
     ("platforms", "_moodle", "zipfile.ZipFile"): "the zip written into layout.whole's file",
     ("platforms", "canvas_feedback", "zipfile.ZipFile"): "the zip written into layout.whole's file",
-    ("formgrader", "start", "open"): "formgrader's log, appended by the server it starts",
+    ("course.formgrader", "start", "open"): "formgrader's log, appended by the server it starts",
     ("door.intake", "extract", "open"): "a zip's notebooks, into the run's scratch folder",
-    ("release", "generate", "write_text"): "labs/release of the repository, no course folder",
+    ("course.release", "generate", "write_text"): (
+        "labs/release of the repository, no course folder"
+    ),
     ("grader.closed", "build", "write_text"): "a lab's copy of the package, in a folder of its own",
 }
 WRITE_MODES = set("wax+")

@@ -1,4 +1,4 @@
-"""Late work (labtools.late): the policy file, the submission times each layout tells, and
+"""Late work (labtools.course.late): the policy file, the submission times each layout tells, and
 the deduction in every table. Pure Python: the course folder's rows, gradebook and policy
 are written directly, in the shapes the real code writes; nothing runs in the sandbox."""
 
@@ -13,8 +13,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from labtools import export, late
+from labtools import export
 from labtools.__main__ import main
+from labtools.course import late
 from labtools.door import intake, layout, timestamps
 from labtools.wire import Row, Status
 

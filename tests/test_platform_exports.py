@@ -546,12 +546,12 @@ def test_moodle_gets_the_total_after_the_late_deduction(moodle_course, tmp_path)
 
 def test_moodle_submission_times_are_kept_in_the_policys_time_zone(moodle_course, tmp_path):
     """The worksheet's "Last modified (submission)" has no zone: the late policy's
-    timezone gives it, and the times are kept for the late policy (labtools.late) for the
+    timezone gives it, and the times are kept for the late policy (labtools.course.late) for the
     graded students of the lab; without a timezone they are not used, and the export says
     so."""
     import datetime as dt
 
-    from labtools import late
+    from labtools.course import late
     from labtools.wire import Row, Status
 
     for student in MOODLE_STUDENTS:

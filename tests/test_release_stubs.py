@@ -1,10 +1,10 @@
 """The message of each stub in the student versions names what the student must write
-(labtools.release.stub_message): every name a value answer sets, a tuple's items too."""
+(labtools.course.release.stub_message): every name a value answer sets, a tuple's items too."""
 
 import json
 
 from _helpers import ROOT
-from labtools import release
+from labtools.course import release
 from labtools.door import layout
 from labtools.grader import notebook
 

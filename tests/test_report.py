@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from _helpers import class_folder, need_chromium, random_answer, renamed
 from bs4 import BeautifulSoup
-from labtools import course as courses
 from labtools import report, similarity
 from labtools.__main__ import main
+from labtools.course import folder as courses
+from labtools.course.record import read_row
 from labtools.door import timestamps
-from labtools.record import read_row
 from labtools.similarity import Answer, similar_pairs
 
 STUB = '''def train(X, c, eta, max_epochs=100):
@@ -180,18 +180,18 @@ def course(tmp_path_factory):
         "fay": {"lab2_convergence": {"seconds": 1.0}},
     }
     class_folder(folder, results)
-    # di's answer to exercise 3 is held for review (labtools.review), with a hostile reason
+    # di's answer to exercise 3 is held for review (labtools.course.review), with a hostile reason
     path = courses.result_path(folder, "di", LAB)
     row = read_row(path)
     row.tests["ex3-hidden"]["held"] = True
     row.review = [{"cell": "ex3-code", "line": 4, "what": f"uses eval {HOSTILE}", "held": True,
                    "exercise": "ex3"}]  # fmt: skip
     path.write_text(json.dumps(row.to_json()))
-    # submission times as a run keeps them (labtools.late): bo 2 hours after the due date,
+    # submission times as a run keeps them (labtools.course.late): bo 2 hours after the due date,
     # ann before it, cy marked late by Canvas; di's time belongs to another notebook
     import datetime as dt
 
-    from labtools import late
+    from labtools.course import late
 
     (folder / late.POLICY).write_text(
         "[penalty]\npercent_per_day = 10\n[due]\nlab1_perceptron = 2026-02-06T23:59:00+01:00\n"

@@ -36,8 +36,8 @@ from pathlib import Path
 import pytest
 from _helpers import answered, course_made, fake_workers
 from labtools import __main__ as cli
-from labtools import course as courses
-from labtools import late
+from labtools.course import folder as courses
+from labtools.course import late
 from labtools.door import intake, layout
 from test_platform_exports import canvas_import
 

@@ -43,7 +43,7 @@ def limits_from(args):
 
 def _grade(args) -> None:
     from labtools import grade
-    from labtools.record import STALE
+    from labtools.course.record import STALE
     from labtools.wire import NAME, TEXT, capped
 
     limits = limits_from(args)
@@ -150,7 +150,7 @@ def week(found) -> None:
 
 
 def _export(args) -> None:
-    from labtools import course as courses
+    from labtools.course import folder as courses
     from labtools.door import layout
     from labtools.export import export
 
@@ -205,7 +205,7 @@ def _export(args) -> None:
 
 
 def _feedback(args) -> None:
-    from labtools import course as courses
+    from labtools.course import folder as courses
     from labtools.door import layout
     from labtools.feedback import generate_feedback
 
@@ -224,7 +224,7 @@ def _feedback(args) -> None:
 
 
 def _report(args) -> None:
-    from labtools import course as courses
+    from labtools.course import folder as courses
     from labtools.door import layout
     from labtools.report import write_report
 
@@ -235,8 +235,8 @@ def _report(args) -> None:
 
 
 def _review(args) -> None:
-    from labtools import course as courses
-    from labtools import review
+    from labtools.course import folder as courses
+    from labtools.course import review
     from labtools.door import layout
 
     course = Path(args.course)
@@ -247,18 +247,18 @@ def _review(args) -> None:
 
 
 def _release(args) -> None:
-    from labtools import release
+    from labtools.course import release
 
     print("student versions written to", release.generate())
 
 
 def _formgrader(args) -> None:
-    from labtools import course, formgrader
+    from labtools.course import folder, formgrader
     from labtools.door import layout
 
     layout.existing_course(Path(args.course))
-    course.use_gradebook(Path(args.course), args.db)
-    course.check_gradebook(Path(args.course))
+    folder.use_gradebook(Path(args.course), args.db)
+    folder.check_gradebook(Path(args.course))
     formgrader.serve(Path(args.course), port=args.port)
 
 
@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:
         if not (gradebook_error(err) and getattr(args, "course", None)):
             raise
-        from labtools.course import gradebook_problem
+        from labtools.course.folder import gradebook_problem
 
         print(f"error: {gradebook_problem(Path(args.course), err)}", file=sys.stderr)
         return 2

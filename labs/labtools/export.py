@@ -1,6 +1,6 @@
 """The grade tables: ``grades.csv`` (a row per student and lab) and ``grades-wide.csv`` (a
 row per student, a column per lab), from the results and the gradebook's manual scores,
-with the course's late policy applied (:mod:`labtools.late`: the wide table's scores are
+with the course's late policy applied (:mod:`labtools.course.late`: the wide table's scores are
 the totals after it). Written at the end of every run and again on request (``python -m
 labtools export``); while a run grades, ``export`` writes what is graded so far beside
 them (``grades-so-far.csv``, ``grades-wide-so-far.csv``) and touches nothing else.
@@ -29,11 +29,11 @@ import io
 import shlex
 from pathlib import Path
 
-from labtools import course as courses
-from labtools import late
+from labtools.course import folder as courses
+from labtools.course import late
+from labtools.course.record import read_row
 from labtools.door import layout
 from labtools.options import course_args
-from labtools.record import read_row
 from labtools.wire import NAME, Status, capped
 
 FIELDS = ["student", "name", "lab", "automatic", "manual", "waiting", "total", "max_score"]

@@ -25,10 +25,10 @@ import traceback
 import warnings
 from pathlib import Path
 
-from labtools import course as courses
+from labtools.course import folder as courses
+from labtools.course.record import read_row
 from labtools.door.layout import UsageError, write_whole
 from labtools.options import course_args
-from labtools.record import read_row
 
 STAGING = ".feedback-new"  # in the course folder: one folder per writing process
 

@@ -4,14 +4,14 @@
 
 :func:`grade` is one run, and each step has its module:
 
-1. the course folder, made or brought up to date (:mod:`labtools.course`);
+1. the course folder, made or brought up to date (:mod:`labtools.course.folder`);
 2. the submissions, read from a folder, a zip or a Canvas or Moodle download
    (:mod:`labtools.door.intake`, :mod:`labtools.door.layout`); a notebook graded before is
    skipped unless ``regrade``;
 3. the rest graded on workers (:mod:`labtools.schedule`: the local pool or a dask cluster's
    executor, :mod:`labtools.grader.cluster`), each notebook by
    :func:`labtools.grader.worker.grade_task`; each outcome recorded as it comes
-   (:mod:`labtools.record`), feedback written (:mod:`labtools.feedback`);
+   (:mod:`labtools.course.record`), feedback written (:mod:`labtools.feedback`);
 4. the grade tables exported (:mod:`labtools.export`).
 
 The messages between these steps are the dataclasses of :mod:`labtools.wire`.
@@ -28,14 +28,15 @@ import json
 import tempfile
 from pathlib import Path
 
-from labtools import course as courses
-from labtools import late, schedule
+from labtools import schedule
+from labtools.course import folder as courses
+from labtools.course import late
+from labtools.course.record import STALE, read_row
 from labtools.door import intake, layout, parse
 from labtools.door.layout import UsageError
 from labtools.export import export
 from labtools.grader import notebook
 from labtools.grader.limits import Limits
-from labtools.record import STALE, read_row
 from labtools.wire import TEXT, Status, capped
 
 #: rows that a run lost (a worker killed, a cluster gone): the next run grades them again
@@ -67,7 +68,7 @@ def grade(
         or Moodle download (see :mod:`labtools.door.intake`; the summary lists what it could
         not place under "not placed")
     course : the course folder, made on the first run and reused after
-        (:mod:`labtools.course`)
+        (:mod:`labtools.course.folder`)
     labs : only these labs (default: all)
     students : only these students (default: all)
     jobs : notebooks graded at once (default: the number of cores); ignored with executor
@@ -81,7 +82,7 @@ def grade(
     feedback : write each graded notebook's feedback file (else later, with
         :func:`labtools.feedback.generate_feedback`: ``python -m labtools feedback``)
     db : the URL of a PostgreSQL database to keep the gradebook in, remembered by the
-        course folder (:func:`labtools.course.use_gradebook`; default: the one it
+        course folder (:func:`labtools.course.folder.use_gradebook`; default: the one it
         remembers, else SQLite in it)
     """
     from labtools.grader import bwrap

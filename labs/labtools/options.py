@@ -45,7 +45,7 @@ DB_JOBS = ("grade", "export", "feedback", "formgrader", "report", "review")
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
     """``--db URL``: the gradebook on a PostgreSQL server that several graders share
-    (labtools.course.use_gradebook); without it, the one the course folder remembers, else
+    (labtools.course.folder.use_gradebook); without it, the one the course folder remembers, else
     SQLite in the course folder."""
     parser.add_argument(
         "--db",

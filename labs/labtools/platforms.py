@@ -97,13 +97,13 @@ MOODLE_TIME = "%A, %d %B %Y, %I:%M %p"  # Monday, 3 November 2026, 9:15 AM
 def moodle_times(course: Path, lab: str, rows: list[list[str]], header: list[str]) -> str:
     """Keep the worksheet's submission times of ``lab``'s graded students (its column
     ``Last modified (submission)``), so that the late policy applies to them
-    (:mod:`labtools.late`); the worksheet's times carry no zone: the policy's ``timezone``
+    (:mod:`labtools.course.late`); the worksheet's times carry no zone: the policy's ``timezone``
     gives it. Returns a line for the instructor ("" when there is nothing to say)."""
     import datetime as dt
     import zoneinfo
 
-    from labtools import course as courses
-    from labtools import late
+    from labtools.course import folder as courses
+    from labtools.course import late
     from labtools.door import timestamps
     from labtools.door.intake import read_participants
 

@@ -5,8 +5,9 @@ for each lab, how many students were graded, missing, not graded and late, the t
 notebook, the distribution of the total automatic score, and for each test cell (by its
 nbgrader grade id) the distribution of its score and the commonest failure messages, each
 with its count and one student who got it; the notebooks whose answers are held for the
-instructor's review (:mod:`labtools.review`) and why; then the pairs of students whose answers are
-unusually alike (:mod:`labtools.similarity`), with the two answers side by side.
+instructor's review (:mod:`labtools.course.review`) and why; then the pairs of students
+whose answers are unusually alike (:mod:`labtools.similarity`), with the two answers side by
+side.
 
 Its figures are PNG images inside the page (matplotlib, Agg), each with alt text that says
 what it shows; its style is inline; it has no script. Everything a student controls
@@ -29,11 +30,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labtools import course as courses
 from labtools import similarity
+from labtools.course import folder as courses
+from labtools.course.record import read_row
 from labtools.door import layout
 from labtools.grader import notebook as nbcells
-from labtools.record import read_row
 from labtools.wire import Row, Status
 
 REPORT = "report.html"
@@ -200,8 +201,8 @@ def _score(value) -> float | None:
 
 def late_count(course: Path, lab: Lab) -> str:
     """How many graded notebooks of ``lab`` were late, from the submission times and late
-    marks the course folder keeps and its late policy (:mod:`labtools.late`)."""
-    from labtools import late
+    marks the course folder keeps and its late policy (:mod:`labtools.course.late`)."""
+    from labtools.course import late
 
     times, policy = late.read_times(course), late.load(course)
     known, found = 0, []
@@ -309,7 +310,7 @@ def lab_section(
 
 def held_section(lab: Lab, graded: dict[str, Row], who) -> str:
     """The notebooks of ``lab`` whose answers wait for the instructor's review
-    (:mod:`labtools.review`): what their held tests earned, and why they are held."""
+    (:mod:`labtools.course.review`): what their held tests earned, and why they are held."""
     held = {s: r for s, r in sorted(graded.items()) if r.held}
     title = f'<h3 id="{anchor("held", lab.name)}">Held for review ({len(held)})</h3>'
     if not held:
@@ -390,7 +391,7 @@ def similarity_section(
 
 def build(course: Path) -> str:
     """The report's HTML for ``course``."""
-    from labtools import late
+    from labtools.course import late
     from labtools.door import intake
     from labtools.export import set_labs
 

@@ -3,7 +3,7 @@
 
 :func:`run` hands each notebook to a worker as a :class:`~labtools.wire.Task`
 (:func:`labtools.grader.worker.grade_task`), records each :class:`~labtools.wire.Outcome` as it
-comes (:class:`labtools.record.Recorder`), and has the feedback written
+comes (:class:`labtools.course.record.Recorder`), and has the feedback written
 (:mod:`labtools.feedback`). :class:`Queue` orders the notebooks, longest lab first.
 """
 
@@ -20,13 +20,13 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict
 from pathlib import Path
 
-from labtools import course as courses
 from labtools.children import die_with_parent
+from labtools.course import folder as courses
+from labtools.course.record import Recorder
 from labtools.door import layout
 from labtools.door.layout import Submission
 from labtools.feedback import FeedbackFailed, feedback_task, generate_feedback
 from labtools.grader.worker import grade_task, mpl_cache
-from labtools.record import Recorder
 from labtools.wire import Outcome, Row, Status, Task
 
 

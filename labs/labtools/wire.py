@@ -263,7 +263,7 @@ class Row:
     # "what", "held", "exercise"}]; a held exercise's automatic points wait for the instructor
     review: list | None = None
     # {grade id: digest of its text} of each answer cell as graded, and "*" for all of them:
-    # which answer a score given by hand belongs to (labtools.record)
+    # which answer a score given by hand belongs to (labtools.course.record)
     answers: dict | None = None
 
     def __setattr__(self, name, value):

@@ -3,7 +3,7 @@
 the door's child, :mod:`labtools.door.parse`), a platform's late mark without a time (Canvas's
 ``_LATE``) or its own time (a Moodle worksheet's "Last modified"). Every time is aware and
 in UTC, within the years :data:`YEARS` (:func:`checked`). What the course's late policy
-makes of them is :mod:`labtools.late`'s.
+makes of them is :mod:`labtools.course.late`'s.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from labtools.course import open_course  # the same course set-up as grading
+from labtools.course.folder import open_course  # the same course set-up as grading
 from labtools.door.layout import LABS
 from perceptrons import handin
 

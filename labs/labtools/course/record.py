@@ -13,7 +13,7 @@ import json
 import warnings
 from pathlib import Path
 
-from labtools import course as courses
+from labtools.course import folder as courses
 from labtools.door.layout import Submission, write_whole
 from labtools.wire import Outcome, Row, Status, capped
 

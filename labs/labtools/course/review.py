@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from labtools import course as courses
+from labtools.course import folder as courses
+from labtools.course.record import read_row
 from labtools.door.layout import UsageError
-from labtools.record import read_row
 
 
 def held(course: Path) -> list[dict]:

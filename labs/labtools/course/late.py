@@ -50,7 +50,7 @@ import zoneinfo
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labtools import course as courses
+from labtools.course import folder as courses
 from labtools.door import layout
 from labtools.door.layout import UsageError
 from labtools.door.timestamps import YEARS, Submitted, checked
@@ -410,7 +410,7 @@ def record_times(course: Path, times: dict[tuple[str, str], Submitted]) -> None:
     each one's digest is the row's in ``results/`` unless it carries one. Any source can
     call it (``grade`` does with what the intake found; a Moodle worksheet's "Last
     modified (submission)" too). A time without a time zone is a ValueError."""
-    from labtools.record import read_row
+    from labtools.course.record import read_row
 
     kept = read_times(course)
     for (student, lab), when in times.items():

@@ -46,7 +46,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from labtools import course as course_folder
+from labtools.course import folder as course_folder
 from labtools.door import layout
 
 LOG = Path("logs") / "formgrader.log"  # in the course folder, appended by each start
@@ -203,8 +203,8 @@ def _load_jupyter_server_extension(serverapp) -> None:
 
     if version("nbgrader") != NBGRADER:
         raise RuntimeError(
-            f"labtools.formgrader adjusts nbgrader {NBGRADER}'s formgrader; this is nbgrader "
-            f"{version('nbgrader')}: check the adjustments against it and update NBGRADER"
+            f"labtools.course.formgrader adjusts nbgrader {NBGRADER}'s formgrader; this is "
+            f"nbgrader {version('nbgrader')}: check the adjustments against it and update NBGRADER"
         )
     webapp = serverapp.web_app
     webapp.settings.setdefault("headers", {})["Content-Security-Policy"] = SERVER_CSP
