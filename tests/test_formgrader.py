@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 import vendor_assets
 from _helpers import course_made, free_port, need_chromium, need_sandbox, sandbox_lock
-from labtools import export, feedback, grade
+from labtools import grade
 from labtools.course import folder as courses
 from labtools.course import formgrader
 from labtools.door import layout
+from labtools.out import export, feedback
 from test_grading import LAB, LIMITS, hand_in, rows_of, solved
 
 PIPE = 2**16  # bytes a Linux pipe holds: the old server blocked once its log filled one

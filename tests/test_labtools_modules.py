@@ -214,8 +214,10 @@ WRITES_ALLOWED = {
     ("course.folder", "copy_folder", "shutil.copytree"): (
         "a folder copied beside its place, renamed"
     ),
-    ("platforms", "_moodle", "zipfile.ZipFile"): "the zip written into layout.whole's file",
-    ("platforms", "canvas_feedback", "zipfile.ZipFile"): "the zip written into layout.whole's file",
+    ("out.platforms", "_moodle", "zipfile.ZipFile"): "the zip written into layout.whole's file",
+    ("out.platforms", "canvas_feedback", "zipfile.ZipFile"): (
+        "the zip written into layout.whole's file"
+    ),
     ("course.formgrader", "start", "open"): "formgrader's log, appended by the server it starts",
     ("door.intake", "extract", "open"): "a zip's notebooks, into the run's scratch folder",
     ("course.release", "generate", "write_text"): (

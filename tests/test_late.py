@@ -13,10 +13,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from labtools import export
 from labtools.__main__ import main
 from labtools.course import late
 from labtools.door import intake, layout, timestamps
+from labtools.out import export
 from labtools.wire import Row, Status
 
 LABS = ["lab1", "lab2"]

@@ -479,7 +479,7 @@ def test_null_answers_earn_nothing(null_grades, lab):
 def test_a_run_without_feedback_leaves_it_to_the_feedback_job(null_grades):
     """`grade --no-feedback` (feedback=False, as the null answers are graded) writes no
     feedback file; the feedback job writes them afterwards, one per graded notebook."""
-    from labtools.feedback import generate_feedback
+    from labtools.out.feedback import generate_feedback
 
     assert null_grades["feedback"] == []
     lab = "lab1_perceptron"

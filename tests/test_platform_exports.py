@@ -1,4 +1,4 @@
-"""Grades back into Canvas and Moodle (labtools/platforms.py), checked against the
+"""Grades back into Canvas and Moodle (labtools/out/platforms.py), checked against the
 platforms' own import rules re-implemented here, and feedback that reveals no test.
 
 The checkers below are written from the platforms' importers, not from the exporter:
@@ -33,10 +33,11 @@ import zipfile
 import pytest
 from _helpers import ROOT, answered, course_made, need_sandbox, sandbox_lock
 from labtools import __main__ as cli
-from labtools import grade, platforms
+from labtools import grade
 from labtools.door import intake, layout
 from labtools.door.layout import UsageError
 from labtools.grader.limits import Limits
+from labtools.out import platforms
 
 LAB1, LAB2 = "lab1_perceptron", "lab2_convergence"
 LIMITS = Limits(cell_seconds=10)

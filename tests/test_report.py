@@ -1,5 +1,5 @@
-"""The class report (labs/labtools/report.py) and its similarity method
-(labs/labtools/similarity.py): the method on hand-made answers, the report on a small
+"""The class report (labs/labtools/out/report.py) and its similarity method
+(labs/labtools/out/similarity.py): the method on hand-made answers, the report on a small
 course folder written the way ``grade`` writes one (tests/_helpers.py ``class_folder``), a
 planted ring of copies in a large made-up class, and the page offline in Chromium."""
 
@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from _helpers import class_folder, need_chromium, random_answer, renamed
 from bs4 import BeautifulSoup
-from labtools import report, similarity
 from labtools.__main__ import main
 from labtools.course import folder as courses
 from labtools.course.record import read_row
 from labtools.door import timestamps
-from labtools.similarity import Answer, similar_pairs
+from labtools.out import report, similarity
+from labtools.out.similarity import Answer, similar_pairs
 
 STUB = '''def train(X, c, eta, max_epochs=100):
     """PT from w = 0 in cyclic order, built on pt_step; returns w of shape (p+1,)."""

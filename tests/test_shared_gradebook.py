@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pytest
 from _helpers import free_port, need_chromium, need_sandbox, sandbox_lock
-from labtools import export, grade
+from labtools import grade
 from labtools.__main__ import main
 from labtools.course import folder as courses
 from labtools.course import formgrader
 from labtools.door import layout
+from labtools.out import export
 from test_formgrader import stop, wait_for_grades
 from test_grading import LAB, LIMITS, hand_in, rows_of, solved
 

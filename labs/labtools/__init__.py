@@ -9,7 +9,7 @@
     cluster's: :mod:`labtools.grader.cluster`);
   - :mod:`labtools.grader.worker`: one notebook graded in a worker;
   - :mod:`labtools.course.record`: each outcome into the course folder and the gradebook;
-  - :mod:`labtools.feedback` and :mod:`labtools.export`: feedback files, grade tables;
+  - :mod:`labtools.out.feedback` and :mod:`labtools.out.export`: feedback files, grade tables;
   - :mod:`labtools.course.late`: the course's late policy, the submission times, the deduction;
 - :mod:`labtools.grader.verdicts`: grading one notebook, every verdict outside the student's reach;
 - :mod:`labtools.grader.render`: the notebook as graded, written answers cleaned;

@@ -135,7 +135,7 @@ def _grade(args) -> None:
 
 def week(found) -> None:
     """Print what an export found that the instructor should know (notes) and what is not
-    final yet (:attr:`labtools.export.Exported.pending`), each with what finishes it."""
+    final yet (:attr:`labtools.out.export.Exported.pending`), each with what finishes it."""
     from labtools.wire import capped
 
     for line in getattr(found, "notes", []):
@@ -152,7 +152,7 @@ def week(found) -> None:
 def _export(args) -> None:
     from labtools.course import folder as courses
     from labtools.door import layout
-    from labtools.export import export
+    from labtools.out.export import export
 
     if args.column and not args.canvas:
         raise UsageError("--column goes with --canvas GRADEBOOK_EXPORT.csv")
@@ -184,7 +184,7 @@ def _export(args) -> None:
     with courses.locked(course, "export"):  # not while a run writes the gradebook
         courses.use_gradebook(course, args.db)
         if args.canvas or args.moodle:  # (each writes the tables first, as the export below)
-            from labtools import platforms
+            from labtools.out import platforms
 
             if args.canvas:
                 written = platforms.canvas(course, args.canvas, args.column, final=args.final)
@@ -207,14 +207,14 @@ def _export(args) -> None:
 def _feedback(args) -> None:
     from labtools.course import folder as courses
     from labtools.door import layout
-    from labtools.feedback import generate_feedback
+    from labtools.out.feedback import generate_feedback
 
     course = Path(args.course)
     layout.existing_course(course)
     with courses.locked(course, "feedback"):  # not while a run writes the gradebook
         courses.use_gradebook(course, args.db)
         courses.check_gradebook(course)
-        from labtools import export
+        from labtools.out import export
 
         # each page shows the score after the late deduction, as the policy has it now
         export.into_gradebook(course, export.collect(course))
@@ -226,7 +226,7 @@ def _feedback(args) -> None:
 def _report(args) -> None:
     from labtools.course import folder as courses
     from labtools.door import layout
-    from labtools.report import write_report
+    from labtools.out.report import write_report
 
     course = Path(args.course)
     layout.existing_course(course)

@@ -11,8 +11,8 @@
 3. the rest graded on workers (:mod:`labtools.schedule`: the local pool or a dask cluster's
    executor, :mod:`labtools.grader.cluster`), each notebook by
    :func:`labtools.grader.worker.grade_task`; each outcome recorded as it comes
-   (:mod:`labtools.course.record`), feedback written (:mod:`labtools.feedback`);
-4. the grade tables exported (:mod:`labtools.export`).
+   (:mod:`labtools.course.record`), feedback written (:mod:`labtools.out.feedback`);
+4. the grade tables exported (:mod:`labtools.out.export`).
 
 The messages between these steps are the dataclasses of :mod:`labtools.wire`.
 """
@@ -34,9 +34,9 @@ from labtools.course import late
 from labtools.course.record import STALE, read_row
 from labtools.door import intake, layout, parse
 from labtools.door.layout import UsageError
-from labtools.export import export
 from labtools.grader import notebook
 from labtools.grader.limits import Limits
+from labtools.out.export import export
 from labtools.wire import TEXT, Status, capped
 
 #: rows that a run lost (a worker killed, a cluster gone): the next run grades them again
@@ -80,7 +80,7 @@ def grade(
         workers need the sandbox, this machine does not (a worker without it fails each
         notebook; :mod:`labtools.grader.cluster` checks a dask cluster's workers first)
     feedback : write each graded notebook's feedback file (else later, with
-        :func:`labtools.feedback.generate_feedback`: ``python -m labtools feedback``)
+        :func:`labtools.out.feedback.generate_feedback`: ``python -m labtools feedback``)
     db : the URL of a PostgreSQL database to keep the gradebook in, remembered by the
         course folder (:func:`labtools.course.folder.use_gradebook`; default: the one it
         remembers, else SQLite in it)
@@ -189,7 +189,7 @@ def rewrite_pages(course: Path, changed: list[tuple[str, str]]) -> None:
     and said (``python -m labtools feedback`` writes it again)."""
     import sys
 
-    from labtools.feedback import write_limited
+    from labtools.out.feedback import write_limited
 
     for student, lab in changed:
         if not (course / "feedback" / student / lab / f"{lab}.html").exists():

@@ -134,7 +134,7 @@ def add_grade_options(grade: argparse.ArgumentParser) -> None:
 
 def add_export_options(export: argparse.ArgumentParser) -> None:
     """The options of ``export``: grades back into Canvas or Moodle
-    (:mod:`labtools.platforms`)."""
+    (:mod:`labtools.out.platforms`)."""
     export.add_argument(
         "--canvas",
         metavar="GRADEBOOK_EXPORT.csv",

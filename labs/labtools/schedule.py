@@ -4,7 +4,7 @@
 :func:`run` hands each notebook to a worker as a :class:`~labtools.wire.Task`
 (:func:`labtools.grader.worker.grade_task`), records each :class:`~labtools.wire.Outcome` as it
 comes (:class:`labtools.course.record.Recorder`), and has the feedback written
-(:mod:`labtools.feedback`). :class:`Queue` orders the notebooks, longest lab first.
+(:mod:`labtools.out.feedback`). :class:`Queue` orders the notebooks, longest lab first.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from labtools.course import folder as courses
 from labtools.course.record import Recorder
 from labtools.door import layout
 from labtools.door.layout import Submission
-from labtools.feedback import FeedbackFailed, feedback_task, generate_feedback
 from labtools.grader.worker import grade_task, mpl_cache
+from labtools.out.feedback import FeedbackFailed, feedback_task, generate_feedback
 from labtools.wire import Outcome, Row, Status, Task
 
 

@@ -12,7 +12,7 @@ Three layouts are read as they come, from a folder or a zip:
   around it write both), is kept as late at an unknown time. The second number is the id
   of the file handed in (Canvas's attachment id): the course folder keeps it with the
   file's name (:data:`CANVAS_FILE_NAMES`), so that the feedback pages go back to the
-  submissions they are for (:func:`labtools.platforms.canvas_feedback`);
+  submissions they are for (:func:`labtools.out.platforms.canvas_feedback`);
 - **Moodle** "Download all submissions": a folder per participant,
   ``<Full Name>_<participant id>_assignsubmission_file[_]/`` holding the files as uploaded
   (or, with "download as folders" off, flat files
@@ -23,7 +23,7 @@ Three layouts are read as they come, from a folder or a zip:
   name that arrives with an id another name holds gets the id plus a digest of its exact
   name (:func:`moodle_ids`), reported in :attr:`Intake.kept_apart`. The participant id of
   each student and lab is kept too (:data:`PARTICIPANTS_FILE`): Moodle's grading worksheet
-  and its feedback upload name students by it (:mod:`labtools.platforms`).
+  and its feedback upload name students by it (:mod:`labtools.out.platforms`).
 
 The layout is the one that places the most files (the folders layout on a tie), so a
 stray file cannot turn a class's download into another layout. Under Canvas and Moodle,
@@ -105,7 +105,7 @@ SOURCES = {
 STUDENT_NAMES = "student-names.json"
 # in the course folder: lab -> student id -> {"file": the Canvas download's file name,
 # "attachment": Canvas's id of that file, "name": the name in it, "digest": the SHA-256 of the
-# notebook}: where each feedback page goes back to (labtools.platforms.canvas_feedback)
+# notebook}: where each feedback page goes back to (labtools.out.platforms.canvas_feedback)
 CANVAS_FILE_NAMES = "canvas-files.json"
 # in the course folder: download -> the notebooks it held that could not be placed, each
 # {"file", "why", "student", "lab"} (student and lab as far as the name tells: "" if not)
@@ -194,7 +194,7 @@ class _Listing:
 def _unsafe(name: str) -> str | None:
     """Why a zip entry's name is not safe to unpack anywhere (absolute, ``..``, a drive
     letter, a backslash, which Windows tools read as a folder separator), or None. The
-    entries the tools write are checked by it too (:mod:`labtools.platforms`)."""
+    entries the tools write are checked by it too (:mod:`labtools.out.platforms`)."""
     path = PurePosixPath(name)
     if (
         "\0" in name

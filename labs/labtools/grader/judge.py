@@ -15,7 +15,7 @@ leaves the verdicts it reached; the cells it did not reach score 0, with the rea
 
 Other work on what a student handed in runs the same way, one child each (:func:`call`):
 the feedback pages, nbgrader's HTML of the graded notebook
-(:func:`labtools.feedback.write_limited`).
+(:func:`labtools.out.feedback.write_limited`).
 
 The children are forks of one server per worker process (``python -m labtools.grader.judge``,
 started on first use), which imports numpy, matplotlib, IPython, nbformat and the

@@ -6,8 +6,8 @@
 Both start from a file the instructor downloaded from the platform, so that what goes back
 names the platform's own students and assignments, and both read the totals of
 ``grades.csv`` (automatic + manual, less the late deduction), written again first
-(:func:`labtools.export.export`). With ``final`` (``export --final``) only final grades go
-back (:func:`labtools.export.final`: nothing waits for grading by hand or is held for
+(:func:`labtools.out.export.export`). With ``final`` (``export --final``) only final grades go
+back (:func:`labtools.out.export.final`: nothing waits for grading by hand or is held for
 review); the others stay as the platform has them. A refused export removes the import
 file an earlier export wrote, so that no stale file is imported by mistake, and says so.
 
@@ -148,9 +148,9 @@ def moodle_times(course: Path, lab: str, rows: list[list[str]], header: list[str
 
 def graded_totals(course: Path) -> tuple[dict[str, dict[str, dict]], dict[str, float]]:
     """``grades.csv`` written again: {lab: {student: its row}} of the graded notebooks
-    (each row as :func:`labtools.export.collect` made it: ``final``, ``late_words`` too),
+    (each row as :func:`labtools.out.export.collect` made it: ``final``, ``late_words`` too),
     and each lab's maximum."""
-    from labtools.export import export
+    from labtools.out.export import export
     from labtools.wire import Status
 
     found = export(course)

@@ -188,7 +188,7 @@ def write_limited(course: Path, student: str, lab: str, limits=None) -> str | No
 
     limits = limits or Limits()
     why = judge.call(
-        "labtools.feedback:write_one",
+        "labtools.out.feedback:write_one",
         [str(course), student, lab],
         seconds=limits.feedback_seconds,
         memory=limits.grader_memory,

@@ -6,7 +6,7 @@ notebook, the distribution of the total automatic score, and for each test cell 
 nbgrader grade id) the distribution of its score and the commonest failure messages, each
 with its count and one student who got it; the notebooks whose answers are held for the
 instructor's review (:mod:`labtools.course.review`) and why; then the pairs of students
-whose answers are unusually alike (:mod:`labtools.similarity`), with the two answers side by
+whose answers are unusually alike (:mod:`labtools.out.similarity`), with the two answers side by
 side.
 
 Its figures are PNG images inside the page (matplotlib, Agg), each with alt text that says
@@ -14,7 +14,7 @@ what it shows; its style is inline; it has no script. Everything a student contr
 (messages, ids, names, answers) is escaped. Manual scores are not read: it shows what the
 tests measured. Each student id has the name the course folder knows beside it (the page
 is the instructor's). Only the labs that are set have a section
-(:func:`labtools.export.set_labs`); the others are named in one line.
+(:func:`labtools.out.export.set_labs`); the others are named in one line.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labtools import similarity
 from labtools.course import folder as courses
 from labtools.course.record import read_row
 from labtools.door import layout
 from labtools.grader import notebook as nbcells
+from labtools.out import similarity
 from labtools.wire import Row, Status
 
 REPORT = "report.html"
@@ -128,7 +128,7 @@ def submitted_answers(
     course: Path, lab: Lab
 ) -> tuple[list[similarity.Answer], dict[str, dict[str, str]]]:
     """Each graded student's answer cells, matched by grade id (the first of each): what
-    similarity compares (:func:`labtools.similarity.stripped`, then cut), and what the
+    similarity compares (:func:`labtools.out.similarity.stripped`, then cut), and what the
     page shows of each: the answer as written when it fits in :data:`MAX_SHOWN`
     characters, else what similarity compared (a long comment does not fill the page)."""
     found, shown = [], {}
@@ -393,7 +393,7 @@ def build(course: Path) -> str:
     """The report's HTML for ``course``."""
     from labtools.course import late
     from labtools.door import intake
-    from labtools.export import set_labs
+    from labtools.out.export import set_labs
 
     course = Path(course)
     every = layout.lab_names(course) if (course / "source").is_dir() else []
