@@ -92,6 +92,54 @@ def test_no_labtools_module_imports_itself_back():
     assert cycle(graph) is None, " -> ".join(cycle(graph))
 
 
+# --- the rooms (issue 42): labtools in the order of a submission's path -------------------
+
+# A module imports only modules of its own room and of the rooms before it (lazy imports and
+# modules a string names count too). The top level holds two: "shared", what every room
+# uses, and "run", which goes through them all. docs/architecture.md has a table per room.
+ORDER = ("inside", "shared", "door", "grader", "course", "out", "run")
+TOP = {"wire": "shared", "options": "shared", "children": "shared"}
+TOP |= {"grade": "run", "schedule": "run", "__main__": "run"}
+
+
+def room_of(module: str) -> str:
+    """The room of a module: its folder, or at the top level its word in :data:`TOP`."""
+    folder, _, rest = module.partition(".")
+    return folder if rest else TOP[module]
+
+
+def backward(graph: dict[str, set[str]]) -> list[str]:
+    """Each import in ``graph`` of a module of a later room, as "a -> b"."""
+
+    def rank(module):
+        return ORDER.index(room_of(module))
+
+    return sorted(f"{a} -> {b}" for a in graph for b in graph[a] if rank(b) > rank(a))
+
+
+def test_the_order_check_finds_an_import_of_a_later_room():
+    graph = {"door.intake": {"course.late", "door.layout"}, "door.layout": {"wire"}}
+    graph |= {"course.late": {"door.timestamps"}, "door.timestamps": set(), "wire": set()}
+    assert backward(graph) == ["door.intake -> course.late"]
+    assert backward({"grade": {"out.export"}, "out.export": {"course.record"}}) == []
+
+
+def test_every_module_is_in_a_room_whose_package_says_what_it_does():
+    assert {p.parent.name for p in PACKAGE.glob("*/*.py")} == set(ORDER) - {"shared", "run"}
+    assert {m for m in MODULES if "." not in m} == set(TOP), "a new top-level module: a room"
+    for init in [PACKAGE / "__init__.py", *PACKAGE.glob("*/__init__.py")]:
+        (body,) = ast.parse(init.read_text()).body  # its docstring only: tasks.py imports
+        assert isinstance(body.value.value, str), init  # labtools and labtools.door
+
+
+def test_no_module_imports_a_later_room_and_inside_nothing_outside_itself():
+    graph = {module: imports_of(module) for module in MODULES}
+    assert backward(graph) == []
+    assert graph["door.intake"] >= {"door.parse", "door.timestamps", "door.layout", "wire"}
+    outside = {m: graph[m] for m in MODULES if m.startswith("inside.")}
+    assert all(t.startswith("inside.") for targets in outside.values() for t in targets), outside
+
+
 @pytest.mark.parametrize("module", MODULES)
 def test_every_labtools_module_imports(module):
     importlib.import_module(f"labtools.{module}")
