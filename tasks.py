@@ -424,7 +424,7 @@ def main(argv: list[str] | None = None) -> None:
             pdf(index.parent, book)
             print(f"\nThe book as one PDF: {book.relative_to(ROOT)}")
         elif job == "test":
-            # Binder's environment (tests/test_binder.py, test_jupyterlab.py) is mostly pip
+            # Binder's environment (tests/book/test_binder.py, test_jupyterlab.py) is mostly pip
             # waiting on downloads and disk: build it while .venv is set up and the tests start
             binder = None if args.quick else binder_in_background()
             setup("requirements-test.txt")

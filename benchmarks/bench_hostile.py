@@ -3,7 +3,7 @@
     PYTHONPATH=labs:tests .venv/bin/python benchmarks/bench_hostile.py [--dask] [--only NAME]
 
 Every planted submission of Lab 1 (tests/plants/lab1_perceptron) and the attacks of
-tests/test_grader_limits.py (Lab 6's wide taps, a 4 MB written answer, a 229 kB code cell
+tests/grader/test_grader_limits.py (Lab 6's wide taps, a 4 MB written answer, a 229 kB code cell
 with 60 added cells, a grader's test that runs LAPACK on the student's value), each graded
 on its own by ``labtools.grader.worker.grade_task``, as a worker of a grading run does: in the
 local process, or with ``--dask`` on a local dask cluster of two worker processes.

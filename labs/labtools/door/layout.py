@@ -92,7 +92,7 @@ def whole(path: Path, mode: int = 0o666):
     the same folder, renamed over ``path`` once it is complete (a run stopped midway, a
     full disk, leave the previous copy as it was). Permissions ``mode`` less the umask.
     A failure to write is a UsageError of one line that says the previous copy is kept.
-    The one way the tools write a file of the course folder (``tests/test_door.py``
+    The one way the tools write a file of the course folder (``tests/door/test_door.py``
     checks that no module writes one otherwise)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

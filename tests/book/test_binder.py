@@ -1,6 +1,6 @@
 """What Binder builds (tools/binder_env.py: repo2docker's base from its lock, then
 requirements.txt and the package) runs every student lab up to its first exercise, by nbclient:
-the fast complement of tests/test_jupyterlab.py, which does the same in JupyterLab."""
+the fast complement of tests/book/test_jupyterlab.py, which does the same in JupyterLab."""
 
 import json
 import subprocess

@@ -5,7 +5,7 @@ quoted number ({eval}), and the first slider of a chapter redraws its picture wi
 kernel. One JupyterLab, one browser, the pages in turn, each kernel shut down after its page.
 
 Chromium is a system package (Debian: `apt-get install chromium`); without it these tests
-fail in CI and are skipped elsewhere, like tests/test_browser.py.
+fail in CI and are skipped elsewhere, like tests/book/test_browser.py.
 """
 
 import json

@@ -365,7 +365,7 @@ ROSTER = (  # Bob's SIS User ID is Ann's Canvas user id; Dana's SIS Login ID is 
 def test_canvas_export_matches_each_student_by_their_own_key(canvas_class):
     """Finding 9: a Canvas download's students are matched by ``ID`` alone; Bob, who
     handed nothing in and whose SIS User ID is Ann's user id, gets nothing, as Dana. The
-    file passes Canvas's importer rules (tests/test_platform_exports.py)."""
+    file passes Canvas's importer rules (tests/out/test_platform_exports.py)."""
     course, export = canvas_class["canvas only"], canvas_class["tmp"] / "roster.csv"
     export.write_text(ROSTER)
     code, out, err = labtools(

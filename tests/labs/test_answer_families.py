@@ -5,7 +5,7 @@ fail (what it uses is not in the sandbox, or refused there) or when the exercise
 the instructor's review (its automatic points are not given); an alternative is never held.
 
 The families are in tests/families.py, one entry per solution code cell of every lab. They
-are packed the way the null answers are (tests/test_null_answers.py, whose helpers this
+are packed the way the null answers are (tests/labs/test_null_answers.py, whose helpers this
 module uses): notebook ``short{g}-{k}`` gives every exercise of dependency group g that has
 shortcuts its k-th shortcut (a shorter list starts again) and the instructor's answers
 elsewhere; notebook ``alt-{k}`` gives every solution cell its k-th alternative. So a lab

@@ -1,7 +1,7 @@
 """The rules of grading a student can check before handing in (perceptrons.handin), and the
 lab's copy of the package built from them (labtools.grader.closed): what a lab closes, what an
 answer is held for, what the last cell of a lab says. The grader applies the same review
-(tests/test_answer_families.py grades the families through it)."""
+(tests/labs/test_answer_families.py grades the families through it)."""
 
 import json
 import subprocess

@@ -434,7 +434,7 @@ except OSError:
 
 # The planted submissions: tests/plants/<lab>/<name>.py, one file per plant, and their
 # scores, each with why, in tests/plants/<lab>/expected.toml (see tests/plants/README.md).
-PLANTS = Path(__file__).resolve().parent / "plants" / LAB
+PLANTS = ROOT / "tests" / "plants" / LAB
 MARK = 4242  # sleep times that mark the processes a submission leaves behind (daemon, flood)
 SLEEPER_CELL = "import time\ntime.sleep(1000)\n"
 CELL = re.compile(r"# %% (?:\[(?P<kind>[\w-]+)\] ?)?(?P<arg>\S*)")

@@ -172,7 +172,7 @@ def test_the_set_up_check_names_the_fix_instead_of_a_traceback():
 
 
 def test_the_jupyterlab_test_recognises_the_chapters_note():
-    import jupyterlab  # tools/: the harness of tests/test_jupyterlab.py
+    import jupyterlab  # tools/: the harness of tests/book/test_jupyterlab.py
     import setup_cell
 
     assert jupyterlab.NOTE_TITLE in setup_cell.NOTE
