@@ -140,6 +140,22 @@ def test_no_module_imports_a_later_room_and_inside_nothing_outside_itself():
     assert all(t.startswith("inside.") for targets in outside.values() for t in targets), outside
 
 
+def test_the_architecture_page_has_a_table_per_room_of_exactly_its_modules():
+    """docs/architecture.md follows the folders: a table headed by each room's folder
+    (### `labs/labtools/door/`: ...) lists its modules, one a row, and no other."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    tables = {}
+    for section in re.split(r"^### ", text, flags=re.M)[1:]:
+        if heading := re.match(r"`labs/labtools/(\w*)/?`", section):
+            rows = re.findall(r"^\| `(\w+\.py)` \|", section, re.M)
+            tables[heading[1] or "top"] = sorted(rows)
+    on_disk = {}
+    for room in ("top", *set(ORDER) - {"shared", "run"}):
+        folder = PACKAGE if room == "top" else PACKAGE / room
+        on_disk[room] = sorted(p.name for p in folder.glob("*.py") if p.stem != "__init__")
+    assert tables == on_disk
+
+
 @pytest.mark.parametrize("module", MODULES)
 def test_every_labtools_module_imports(module):
     importlib.import_module(f"labtools.{module}")
