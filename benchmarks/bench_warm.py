@@ -7,7 +7,7 @@ Correct submissions of every lab (the instructor's answers in the student versio
 in one run, one after the other, on this machine's cores:
 
 1. warm: ``labtools.grade.grade(..., jobs=2)``, each notebook a child of a worker's warm
-   parent (:mod:`labtools.zygote`; where that cannot run, the output says so and why);
+   parent (:mod:`labtools.inside.zygote`; where that cannot run, the output says so and why);
    then the same without feedback files (``grade --no-feedback``), what nbgrader's
    autograde also leaves out (its feedback is a separate step);
 2. cold: the same with ``cold=True``, a fresh bubblewrap sandbox per notebook;

@@ -124,7 +124,7 @@ def need_sandbox():
 def answered(lab, replace=None, labs=None):
     """The student version of ``lab`` with the instructor's answers filled in, as a student
     who solved everything would hand it in; ``replace`` gives other answers by grade id.
-    (Was labtools.course.release.answered; the grading benchmark uses it too.)"""
+    (Was labtools.release.answered; the grading benchmark uses it too.)"""
     labs = ROOT / "labs" if labs is None else labs
     release_nb = json.loads((labs / "release" / lab / f"{lab}.ipynb").read_text())
     source = json.loads((labs / "source" / lab / f"{lab}.ipynb").read_text())

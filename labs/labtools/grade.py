@@ -75,7 +75,7 @@ def grade(
     regrade : grade again notebooks that already have a result (manual scores stay)
     unsafe : run student code without the sandbox (refused otherwise when it is missing)
     cold : start each notebook in a fresh sandbox (default: a child of each worker's warm
-        parent, :mod:`labtools.zygote`, where the grader runs as root)
+        parent, :mod:`labtools.inside.zygote`, where the grader runs as root)
     executor : any concurrent.futures.Executor (e.g. a dask ``Client.get_executor()``); its
         workers need the sandbox, this machine does not (a worker without it fails each
         notebook; :mod:`labtools.grader.cluster` checks a dask cluster's workers first)
