@@ -191,6 +191,14 @@ REFUSED = """async ([address]) => {
 }"""
 
 
+POSTED = """async ([address, body]) => {
+    const xsrf = document.cookie.match(/_xsrf=([^;]*)/)[1];
+    const headers = {"X-XSRFToken": xsrf, "Content-Type": "application/json"};
+    const r = await fetch(address, {method: "POST", body: body, headers: headers});
+    return [r.status, await r.text()];
+}"""
+
+
 def nbgraders_own_workflow_is_hidden_and_refused(page, base):
     """Instructor's trial, round 5: *Manage Assignments* showed nbgrader's buttons for a
     workflow the course does not use (Release, Collect, ...) and a warning about its
@@ -207,6 +215,19 @@ def nbgraders_own_workflow_is_hidden_and_refused(page, base):
             address = f"{base}/formgrader/api/submission/{LAB}/ada/autograde"
         status, said = page.evaluate(REFUSED, [address])
         assert (status, said.split(":")[0]) == (403, "not with this course folder"), action
+    # nothing of the course folder runs in this server: no kernel (a submission opened in
+    # JupyterLab), no Validate (nbgrader's extension for students executes the notebook)
+    submission = f"submitted/ada/{LAB}/{LAB}.ipynb"
+    session = {"path": submission, "type": "notebook", "kernel": {"name": "python3"}}
+    for address, body in ((f"{base}/api/sessions", session),
+                          (f"{base}/api/kernels", {"name": "python3"})):  # fmt: skip
+        status, said = page.evaluate(POSTED, [address, json.dumps(body)])
+        # (the sessions API wraps the kernel's refusal in its own 500, message and all)
+        assert status in (403, 500) and formgrader.NO_KERNEL in json.loads(said)["message"]
+    assert page.evaluate("async () => (await fetch('/api/kernels')).json()") == []
+    validate = f"{base}/assignments/validate"
+    status, _ = page.evaluate(POSTED, [validate, json.dumps({"path": submission})])
+    assert status == 404
 
 
 # Each request a submission's address without its "/" (as a link or a typed address has it):
