@@ -415,6 +415,11 @@ try:
     pathlib.Path("/usr/evil").write_text("x"); report["wrote"] = True
 except OSError:
     report["wrote"] = False
+pathlib.Path("scipy.py").write_text("WRITTEN = True")  # a module of its own, in /tmp
+try:
+    import scipy; report["own module"] = scipy.WRITTEN
+except ImportError:
+    report["own module"] = False
 """
     from labtools import closed
 
@@ -430,6 +435,7 @@ except OSError:
     assert report["uid"] != os.getuid()
     assert report["pids"] == [1]  # it sees itself only
     assert not report["repo"] and not report["net"] and not report["wrote"]
+    assert report["own module"] is False  # what the notebook writes is never imported
     system = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"} & set(os.listdir("/"))
     bound = {p.parts[1] for p in sandbox._python_paths()} | {"usr", "etc", "opt"}
     assert set(report["seen"]) == system | bound | {"proc", "dev", "tmp"}  # nothing else
@@ -662,6 +668,26 @@ def test_every_planted_submission_gets_its_exact_score(graded):
         or float(rows.get(s, {}).get("automatic", 0)) != e[0] - e[1]
     }
     assert not wrong, wrong
+
+
+def test_a_held_answer_says_why_and_what_its_tests_earned_in_formgrader(graded):
+    """The comment formgrader shows on a held answer gives each reason and what the
+    exercise's tests earned (what `review --accept` gives; Full credit would give all)."""
+    from nbgrader.api import Gradebook
+
+    from perceptrons.handin import exercise_of
+
+    row = next(r for r in graded["summary"]["graded"] if r.student == "chatter")
+    (finding,) = [f for f in row.review if f["held"]]
+    exercise = finding["exercise"]
+    tests = {g: v for g, v in row.tests.items() if exercise_of(g) == exercise}
+    earned, points = (sum(v[k] for v in tests.values()) for k in ("score", "points"))
+    with Gradebook(courses.db_url(graded["course"])) as gb:
+        comment = gb.find_comment(finding["cell"], LAB, LAB, "chatter").auto_comment
+    assert comment == (
+        f"Held for the instructor's review: {finding['cell']}, line {finding['line']}: "
+        f"{finding['what']}. Its tests earned {earned:g} of {points:g} points."
+    )
 
 
 def test_no_hidden_test_input_reaches_what_the_student_sees(graded):
@@ -1005,7 +1031,9 @@ def test_grading_runs_on_a_dask_cluster(tmp_path, monkeypatch):
     }
     for student, nb in notebooks.items():
         hand_in(submissions, student, nb)
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, dashboard_address="127.0.0.1:0"
+    ) as cluster:
         with Client(cluster) as client:
             summary = grade.grade(
                 submissions, course, executor=client.get_executor(), limits=LIMITS, progress=False
@@ -1013,3 +1041,13 @@ def test_grading_runs_on_a_dask_cluster(tmp_path, monkeypatch):
     assert len(summary["graded"]) == 3
     scores = {r["student"]: float(r["automatic"]) for r in rows_of(course) if r["lab"] == LAB}
     assert scores == expected
+
+
+def test_a_hidden_tests_failure_says_no_kind_the_students_code_chose():
+    """Red team, round 6: which exception a student's function raised in a hidden test is
+    the student's choice (about 4 bits of the test's inputs); the feedback says only that
+    it raised one."""
+    for kind in ("IndexError", "ZeroDivisionError", "MyOwnError"):
+        failure = verdicts.StudentCodeError(f"taps raised {kind}: 20 samples, p = 6")
+        said = verdicts.hidden_message(failure)
+        assert said == "taps raised an exception in a hidden test"
