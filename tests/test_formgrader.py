@@ -90,10 +90,16 @@ def test_manual_grading_in_formgrader_reaches_the_export_and_the_feedback(graded
     score and a comment for the written answer, then export and regenerate feedback."""
     need_chromium()
     import browser
+    from nbgrader.api import Gradebook
 
     course, notebook_id = copy_of(graded_class, tmp_path)
     before = next(r for r in rows_of(course) if r["lab"] == LAB)
     assert (before["automatic"], before["manual"], before["total"]) == ("7.0", "0.0", "7.0")
+    # red team, round 6: a name from the learning platform, which a student may write,
+    # was markup in the submission page (nbgrader's template does not escape it)
+    hostile = '<img src=x onerror="window.HOSTILE = 1">'
+    with Gradebook(courses.db_url(course)) as gb:
+        gb.update_or_create_student("ada", last_name=hostile, first_name="Ada")
     port = free_port()
     process, url = formgrader.start(course, port)
     try:
@@ -109,6 +115,8 @@ def test_manual_grading_in_formgrader_reaches_the_export_and_the_feedback(graded
             page.goto(f"{base}/formgrader/submissions/{notebook_id}/")
             score, comment = page.locator("#ex4-answer"), page.locator("#ex4-answer-comment")
             wait_for_grades(page)
+            assert page.evaluate("window.HOSTILE") is None
+            assert page.locator("a.name-shown").first.text_content().strip() == f"{hostile}, Ada"
             # instructor's trial, round 5: math showed as raw LaTeX without a network (MathJax
             # from a CDN), and the grader's browser fetched the images an answer names
             page.evaluate("() => MathJax.startup.promise")

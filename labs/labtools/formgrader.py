@@ -291,8 +291,29 @@ def _exporter(self):
         config.HTMLExporter.template_name = "labtools_formgrade"
         config.HTMLExporter.extra_template_basedirs = [str(WEB), handlers.template_path]
         config.HTMLExporter.extra_template_paths = [handlers.template_path]
-        self.settings["labtools_exporter"] = HTMLExporter(config=config)
+        exporter = HTMLExporter(config=config)
+        exporter.from_filename = _names_escaped(exporter.from_filename)
+        self.settings["labtools_exporter"] = exporter
     return self.settings["labtools_exporter"]
+
+
+def _names_escaped(from_filename):
+    """nbgrader's submission page prints the student's id and names into its HTML as they
+    are (its template does not escape them); a name comes from the learning platform, where
+    a student may have written it: escaped here, it is text."""
+    import html
+
+    def escaped(filename, resources=None, **kwargs):
+        if resources:
+            resources = {
+                key: html.escape(value)
+                if key in ("student", "last_name", "first_name") and isinstance(value, str)
+                else value
+                for key, value in resources.items()
+            }
+        return from_filename(filename, resources=resources, **kwargs)
+
+    return escaped
 
 
 def _render(self, name, **ns):
