@@ -7,6 +7,7 @@ ex2 prediction 0 (a check for the student), ex3 train 1+2, ex5 slider 1 (and 4 p
 by hand: the ex2 trace table 2, ex4 2).
 """
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -54,6 +55,10 @@ LAB = "lab1_perceptron"
 # machine as loaded as the test run makes it (about 2.5 s measured at worst).
 CELL_SECONDS = 6.0
 LIMITS = sandbox.Limits(cell_seconds=CELL_SECONDS, output=8 * 2**20)
+# The planted class's memory for a notebook's processes together: 768 MiB, not a lab's
+# 2 GiB, so the memhog plant goes over it with four processes of 256 MiB: little work
+# for its 6 s on a busy machine (with 600 MB each, its cell once ran out of time in CI)
+PLANTED = dataclasses.replace(LIMITS, notebook_memory=768 * 2**20)
 
 
 def hand_in(folder: Path, student: str, nb, lab=LAB) -> Path:
@@ -621,11 +626,11 @@ def graded(tmp_path_factory):
     start = time.monotonic()
     with sandbox_lock():  # a module fixture: made before the test's own hold of the lock
         summary = grade.grade(
-            submissions, course_made(course), jobs=2, limits=LIMITS, progress=False
+            submissions, course_made(course), jobs=2, limits=PLANTED, progress=False
         )
         elapsed = time.monotonic() - start
         # the reference path: a fresh sandbox per notebook (scores only)
-        cold = graded_cold(submissions, tmp / "cold", LIMITS)
+        cold = graded_cold(submissions, tmp / "cold", PLANTED)
     listener.close()
     with sandbox_lock(alone=True):  # no sandbox of another test runs while we count
         leftover = leftover_processes()
@@ -772,7 +777,7 @@ def test_statuses_tell_the_instructor_what_happened(graded):
 def test_no_file_in_the_course_folder_grows_with_what_a_submission_prints(graded):
     """The chatter printed about 63 MB, past the agent's own cut (which it removed): what
     the course folder keeps of it is cut on the grader's side to the documented caps."""
-    course, limits = graded["course"], LIMITS
+    course, limits = graded["course"], PLANTED
     where = f"chatter/{LAB}/{LAB}.ipynb"
     autograded = json.loads((course / "autograded" / where).read_text())
     kept = sum(
@@ -841,14 +846,14 @@ def test_a_second_run_grades_only_what_is_new_and_regrade_keeps_manual_scores(gr
         answer = gb.find_grade("ex4-answer", LAB, LAB, "correct")
         answer.manual_score = 2.0
         gb.db.commit()
-    again = grade.grade(submissions, course, jobs=2, limits=LIMITS, progress=False)
+    again = grade.grade(submissions, course, jobs=2, limits=PLANTED, progress=False)
     assert again["graded"] == [] and len(again["already graded"]) == len(graded["expected"])
     row = next(r for r in rows_of(course) if r["student"] == "correct" and r["lab"] == LAB)
     assert (row["automatic"], row["manual"], row["total"]) == ("7.0", "2.0", "9.0")
     # a new version of one notebook is not graded silently...
     path = submissions / "submitted" / "wrong" / LAB / f"{LAB}.ipynb"
     path.write_text(json.dumps(solved()))
-    again = grade.grade(submissions, course, jobs=1, limits=LIMITS, progress=False)
+    again = grade.grade(submissions, course, jobs=1, limits=PLANTED, progress=False)
     assert again["graded"] == []
     status = next(
         r["status"] for r in rows_of(course) if r["student"] == "wrong" and r["lab"] == LAB
@@ -868,7 +873,7 @@ def test_a_second_run_grades_only_what_is_new_and_regrade_keeps_manual_scores(gr
         students=["wrong", "correct"],
         jobs=2,
         regrade=True,
-        limits=LIMITS,
+        limits=PLANTED,
         progress=False,
     )
     assert source.read_text() == kept
