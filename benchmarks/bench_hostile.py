@@ -128,7 +128,9 @@ def main() -> None:
         if args.dask:
             from distributed import Client, LocalCluster
 
-            with LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster:
+            with LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
+            ) as cluster:
                 with Client(cluster) as client:
                     futures = {n: client.submit(grade_one, *j, pure=False) for n, j in jobs.items()}
                     results = {n: f.result() for n, f in futures.items()}

@@ -201,7 +201,7 @@ def on_dask(submissions: Path, course: Path) -> float:
         n_workers=JOBS,
         threads_per_worker=1,
         processes=True,
-        dashboard_address=None,
+        dashboard_address="127.0.0.1:0",  # any free port, never a busy 8787
         silence_logs=logging.ERROR,
     ) as dask_cluster:
         with cluster.executor(dask_cluster.scheduler_address) as executor:

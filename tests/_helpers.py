@@ -316,6 +316,9 @@ def fake_outcome(task):
             entry.update(passed=not blank, score=0.0 if blank else cell.points, message="")
         entries.append(entry)
     result = {"cells": entries, "notes": notes, "stopped": None, "output": "", "seconds": 0.01}
+    review = submitted.get("metadata", {}).get("fake_review")  # a test's review of it
+    if review:
+        result["review"] = review
     return Outcome(Status.GRADED, evaluation=result, autograded=render.autograded_notebook(
         task.source, result))  # fmt: skip
 

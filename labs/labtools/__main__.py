@@ -301,6 +301,9 @@ def gradebook_error(err: Exception) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a file name that is not UTF-8 is printed
+        if hasattr(stream, "reconfigure"):  # escaped, never the end of the command
+            stream.reconfigure(errors="backslashreplace")
     args = parser().parse_args(argv)
     with_bin_on_path()
     from labtools import children

@@ -74,12 +74,19 @@ IMPORTS = frozenset(
         "contextlib",
         "abc",
         "__future__",
+        "json",
+        "csv",
+        "datetime",
+        "pprint",
+        "io",
+        "pathlib",
     }
 )
 #: built-ins that run text as code or reach objects by name
 DYNAMIC = frozenset(
-    {"eval", "exec", "compile", "__import__", "globals", "locals", "vars", "breakpoint"}
-)
+    {"eval", "exec", "compile", "__import__", "globals", "locals", "vars", "breakpoint",
+     "get_ipython"}
+)  # fmt: skip
 BY_NAME = frozenset({"getattr", "setattr", "delattr", "hasattr"})
 #: names that reach attributes by a name given at run time
 BY_NAME_HELPERS = frozenset({"attrgetter", "methodcaller", "get_type_hints", "ForwardRef"})
@@ -87,8 +94,14 @@ BY_NAME_HELPERS = frozenset({"attrgetter", "methodcaller", "get_type_hints", "Fo
 SPECIAL_OK = frozenset({"__name__", "__doc__", "__init__", "__repr__", "__str__", "__len__"})
 #: parts of numpy and matplotlib that load or build code (not needed by any exercise)
 LOADERS = frozenset({"ctypeslib", "f2py", "distutils", "backends", "importstring"})
-#: magics that only measure or set up plots
-MAGICS_OK = frozenset({"matplotlib", "time", "timeit"})
+#: magics that only set up plots or show help
+MAGICS_OK = frozenset({"matplotlib", "pinfo", "pinfo2", "autoreload"})
+#: extensions that ``%load_ext`` may load (they run nothing of the notebook's)
+EXTENSIONS_OK = frozenset({"autoreload"})
+#: magics that time Python code: the code is read as the cell's own
+CODE_MAGICS = frozenset({"time", "timeit"})
+#: what IPython's own syntax becomes: get_ipython().<one of these>(constants...)
+IPYTHON_CALLS = frozenset({"run_line_magic", "run_cell_magic", "system", "getoutput"})
 
 
 @dataclass(frozen=True)
@@ -123,6 +136,15 @@ class Rules:
     allow: tuple[str, ...]  # package functions a graded function may call
     forbid: dict  # grade id -> outside functions that cell's exercise may not use
     setup: str  # the lab's own code cells, joined: the names they import
+
+
+def shown(text: str, limit: int = 60) -> str:
+    """The student's text (a name, a string, a grade id) as a finding quotes it: letters,
+    digits and ``_.%!-`` kept, anything else a ``?``, at most ``limit`` characters; so a
+    finding is one plain line wherever it goes (a table, a terminal, a feedback page)."""
+    text = str(text)
+    kept = "".join(c if (c.isascii() and c.isalnum()) or c in "_.%!-" else "?" for c in text)
+    return kept[:limit] + ("..." if len(kept) > limit else "")
 
 
 def _text(cell: dict) -> str:
@@ -259,35 +281,82 @@ def closed_functions(allow) -> frozenset[str]:
 def _cells_of(nb: dict) -> list[tuple[str, str | None, str]]:
     """The cells that are yours: (label, exercise, source) of each answer code cell and each
     code cell you added."""
-    cells = []
+    cells, labels = [], set()
     for number, cell in enumerate(nb.get("cells", []), start=1):
         if cell.get("cell_type") != "code":
             continue
         meta = _nbgrader(cell)
         gid = meta.get("grade_id")
         if meta.get("solution"):
-            cells.append((gid or f"cell {number}", exercise_of(gid), _text(cell)))
+            label = shown(gid) if gid else f"cell {number}"
+            label = f"{label} (cell {number})" if label in labels else label  # twice
+            labels.add(label)
+            cells.append((label, exercise_of(gid), _text(cell)))
         elif not meta and "handin-check" not in cell.get("metadata", {}).get("tags", []):
             cells.append((f"cell {number} (added)", None, _text(cell)))
     return cells
 
 
-def _python(source: str) -> tuple[str, list[tuple[int, str]]]:
-    """The cell's Python, with IPython's magics and shell commands blanked, and those
-    lines: [(line, the magic's name or '!')]."""
-    lines, magics = [], []
-    if source.lstrip().startswith("%%"):
-        first = source.lstrip().splitlines()[0]
-        return "", [(1, first[2:].split()[0] if first[2:].split() else "%%")]
-    for number, line in enumerate(source.splitlines(), start=1):
-        stripped = line.lstrip()
-        if stripped.startswith(("%", "!")):
-            name = "!" if stripped.startswith("!") else (stripped[1:].split() or [""])[0]
-            magics.append((number, name))
-            lines.append(line[: len(line) - len(stripped)] + "pass")
-        else:
-            lines.append(line)
-    return "\n".join(lines), magics
+def _ipython_call(node: ast.AST) -> tuple[str, list[str]] | None:
+    """('run_line_magic', ['time', 'x = 1']) for ``get_ipython().run_line_magic('time',
+    'x = 1')``, what IPython makes of ``%time x = 1``: a call of the shell's with constant
+    text only; else None."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return None
+    shell = node.func.value
+    if not (
+        node.func.attr in IPYTHON_CALLS
+        and isinstance(shell, ast.Call)
+        and isinstance(shell.func, ast.Name)
+        and shell.func.id == "get_ipython"
+        and not shell.args
+        and not node.keywords
+        and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args)
+    ):
+        return None
+    return node.func.attr, [a.value for a in node.args]
+
+
+_TIMEIT_OPTIONS = re.compile(r"^\s*(?:(?:-[nrp]\s*\S+|-[tcqo])\s+)*")
+
+
+def _python(source: str, depth: int = 0) -> tuple[ast.Module, list[tuple[int, str]]]:
+    """The cell as IPython runs it (its magics, shell commands and other syntax made
+    Python, by IPython's own transformer), parsed, with the code that ``%time`` and
+    ``%timeit`` run parsed in at its own lines; and the other magics and shell commands it
+    runs: [(line, the magic's name or '!')]. SyntaxError if it is not Python."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    tree = ast.parse(TransformerManager().transform_cell(source))
+    magics, inner = [], []
+    for node in ast.walk(tree):
+        call = _ipython_call(node)
+        if call is None:
+            continue
+        kind, args = call
+        if kind in ("system", "getoutput"):
+            magics.append((node.lineno, "!"))
+        elif args[0] in CODE_MAGICS and len(args) >= 2:
+            line = node.lineno
+            code = [(line - 1, args[1])]  # the line's code (for %%timeit, its setup)
+            if kind == "run_cell_magic" and len(args) == 3:
+                code.append((line, args[2]))  # the cell's body, from the next line on
+            for offset, text in code:
+                text = _TIMEIT_OPTIONS.sub("", text, count=1) if args[0] == "timeit" else text
+                if not text.strip():
+                    continue
+                if depth > 5:
+                    raise RecursionError("magics nested too deeply")
+                part, more = _python(text, depth + 1)
+                ast.increment_lineno(part, offset)
+                inner += part.body
+                magics += [(at + offset, name) for at, name in more]
+        elif args[0] == "load_ext" and len(args) >= 2 and args[1].strip() in EXTENSIONS_OK:
+            continue
+        elif args[0] not in MAGICS_OK:
+            magics.append((node.lineno, args[0]))
+    tree.body += inner
+    return tree, magics
 
 
 def _imports(tree: ast.AST) -> dict[str, str]:
@@ -333,20 +402,12 @@ def _installed(module: str) -> bool:
 class _Reader(ast.NodeVisitor):
     """Walks one cell and notes what the rules name (see :func:`review`)."""
 
-    def __init__(self, names: dict[str, str], closed: frozenset[str], exports: dict):
-        self.names, self.closed, self.exports = names, closed, exports
+    def __init__(self, names: dict[str, str]):
+        self.names = names
         self.found: list[tuple[int, str, bool]] = []  # (line, what, held)
-        self.depth = 0  # inside a function (def or lambda)
 
     def note(self, node, what: str, held: bool) -> None:
-        self.found.append((getattr(node, "lineno", 1), what, held))
-
-    def visit_FunctionDef(self, node):
-        self.depth += 1
-        self.generic_visit(node)
-        self.depth -= 1
-
-    visit_AsyncFunctionDef = visit_Lambda = visit_FunctionDef
+        self.found.append((getattr(node, "lineno", 1), what[:400], held))
 
     def visit_Import(self, node):
         for alias in node.names:
@@ -357,52 +418,43 @@ class _Reader(ast.NodeVisitor):
             self.note(node, "a relative import", True)
             return
         self._import(node, node.module)
-        for alias in node.names:
-            self._package(node, f"{node.module}.{alias.name}")
 
     def _import(self, node, module: str) -> None:
         if any(part in LOADERS for part in module.split(".")[1:]):
-            self.note(node, f"imports {module}, which loads code", True)
+            self.note(node, f"imports {shown(module)}, which loads code", True)
             return
         if _allowed_import(module):
             return
         if not _installed(module):
             self.note(
                 node,
-                f"imports {module}, which the grading environment does not have "
+                f"imports {shown(module)}, which the grading environment does not have "
                 "(the import fails there)",
                 False,
             )
         else:
-            self.note(node, f"imports {module}, which can reach other code by name", True)
-
-    def _package(self, node, dotted: str) -> None:
-        """A package function named inside a function: closed in this lab?"""
-        name = self.exports.get(dotted, dotted)
-        if self.depth and name in self.closed:
-            short = name.rsplit(".", 1)[1]
             self.note(
                 node,
-                f"calls P.{short}, which this lab closes: it is not in the grading "
-                "environment, so the function raises there",
-                False,
+                f"imports {shown(module)}, a module the rules do not list (it can run or reach "
+                "code that the review cannot read)",
+                True,
             )
 
     def visit_Attribute(self, node):
         dotted = _dotted(node, self.names)
         attr = node.attr
         if attr.startswith("__") and attr.endswith("__") and attr not in SPECIAL_OK:
-            self.note(node, f"reaches the special attribute {attr}", True)
+            self.note(node, f"reaches the special attribute {shown(attr)}", True)
         elif dotted is not None:
             parts = dotted.split(".")
             if any(p.startswith("_") and not p.startswith("__") for p in parts[1:]):
-                self.note(node, f"reaches {dotted}, a private part of {parts[0]}", True)
+                self.note(
+                    node, f"reaches {shown(dotted)}, a private part of {shown(parts[0])}", True
+                )
             elif any(p in LOADERS for p in parts[1:]):
-                self.note(node, f"reaches {dotted}, which loads code", True)
+                self.note(node, f"reaches {shown(dotted)}, which loads code", True)
             elif parts[-1] in BY_NAME_HELPERS:
-                self.note(node, f"uses {dotted}, which reaches attributes by name", True)
-            elif parts[0] == PACKAGE:
-                self._package(node, dotted)
+                self.note(node, f"uses {shown(dotted)}, which reaches attributes by name", True)
             return  # the whole chain was read: its inner parts name nothing more
         self.generic_visit(node)
 
@@ -412,10 +464,12 @@ class _Reader(ast.NodeVisitor):
             self.note(node, f"uses {ident}, which runs text as code or reaches names", True)
         elif ident in BY_NAME_HELPERS:
             self.note(node, f"uses {ident}, which reaches attributes by name", True)
-        elif ident in self.names and self.names[ident].startswith(PACKAGE + "."):
-            self._package(node, self.names[ident])
+        elif ident in BY_NAME:  # not called here (a call is read in visit_Call): passed on
+            self.note(node, f"uses {ident} as a value, to reach attributes by name", True)
 
     def visit_Call(self, node):
+        if _ipython_call(node) is not None:
+            return  # IPython's own syntax (a magic, a shell command): read in _python
         func = node.func
         if isinstance(func, ast.Name) and func.id in BY_NAME:
             literal = (
@@ -428,9 +482,9 @@ class _Reader(ast.NodeVisitor):
             else:
                 name = node.args[1].value
                 if name.startswith("__") and name not in SPECIAL_OK:
-                    self.note(node, f"reaches the special attribute {name}", True)
+                    self.note(node, f"reaches the special attribute {shown(name)}", True)
                 elif name.startswith("_"):
-                    self.note(node, f"{func.id} of the private name {name}", True)
+                    self.note(node, f"{func.id} of the private name {shown(name)}", True)
             for arg in node.args[:1] + node.args[2:]:
                 self.visit(arg)
             for keyword in node.keywords:
@@ -453,9 +507,9 @@ def _forbidden_uses(tree: ast.AST, names: dict[str, str], forbid: tuple[str, ...
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
             note(node.lineno, _dotted(node, names), node.attr)
-        elif isinstance(node, ast.Name):
-            dotted = names.get(node.id)
-            note(node.lineno, dotted, dotted.rsplit(".", 1)[-1] if dotted else node.id)
+        elif isinstance(node, ast.Name) and node.id in names:  # a name an import binds (a
+            dotted = names[node.id]  # function of your own that is called pinv is yours)
+            note(node.lineno, dotted, dotted.rsplit(".", 1)[-1])
         elif isinstance(node, ast.ImportFrom) and node.module:
             for alias in node.names:
                 note(node.lineno, f"{node.module}.{alias.name}", alias.name)
@@ -488,19 +542,177 @@ def _functions(trees: dict[str, ast.Module]) -> dict[str, tuple[str, ast.AST]]:
     return found
 
 
-def _reachable(start: list[ast.AST], functions: dict) -> list[tuple[str | None, ast.AST]]:
-    """The nodes of ``start`` and of every function of yours they name, transitively."""
-    seen, todo, out = set(), [(None, node) for node in start], []
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_SCOPES = (*_FUNCTIONS, ast.ClassDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _base(node: ast.AST) -> str | None:
+    """'w' for ``w``, ``w.x``, ``w[0].y``, ``w.append``: the name an expression starts from."""
+    while isinstance(node, ast.Attribute | ast.Subscript | ast.Call):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _level(nodes):
+    """The nodes among ``nodes`` and below them that run at their own level: the functions,
+    lambdas and classes below are yielded, not their insides."""
+    todo = list(nodes)
+    while todo:
+        node = todo.pop()
+        yield node
+        if node not in nodes and isinstance(node, _SCOPES):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _bound_by(statements) -> set[str]:
+    """The names that ``statements`` bind or change at their own level (``=``, ``def``,
+    ``import``, ``for``, ``with``, ``:=``, ``except ... as``; ``w[0] = ...``, ``w.x = ...``)."""
+    names = set()
+    for node in _level(list(statements)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute | ast.Subscript) and isinstance(
+            node.ctx, ast.Store | ast.Del
+        ):
+            names.add(_base(node))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {alias.asname or alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+    return names - {None}
+
+
+def _locals(function: ast.AST) -> set[str]:
+    """A function's or lambda's own names: its parameters and what its body binds (less
+    what it declares global or nonlocal)."""
+    args = function.args
+    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    names |= {a.arg for a in (args.vararg, args.kwarg) if a}
+    body = function.body if isinstance(function.body, list) else [function.body]
+    declared = {
+        name
+        for node in _level(body)
+        if isinstance(node, ast.Global | ast.Nonlocal)
+        for name in node.names
+    }
+    return (names | _bound_by(body)) - declared
+
+
+def _free(node: ast.AST) -> set[str]:
+    """The names ``node`` reads from the module's level: every name it reads that is not a
+    local of a function, lambda or comprehension around the read."""
+    out, todo = set(), [(node, frozenset())]
+    while todo:
+        current, local = todo.pop()
+        if isinstance(current, ast.Name) and current.id not in local:
+            out.add(current.id)
+        if isinstance(current, _FUNCTIONS):
+            args = current.args
+            outside = [*args.defaults, *(d for d in args.kw_defaults if d)]
+            outside += getattr(current, "decorator_list", [])
+            todo += [(child, local) for child in outside]
+            inner = local | _locals(current)
+            body = current.body if isinstance(current.body, list) else [current.body]
+            todo += [(child, inner) for child in body]
+            continue
+        if isinstance(current, _COMPREHENSIONS):
+            inner = local | {
+                n.id
+                for g in current.generators
+                for n in ast.walk(g.target)
+                if isinstance(n, ast.Name)
+            }
+            todo += [(child, inner) for child in ast.iter_child_nodes(current)]
+            continue
+        todo += [(child, local) for child in ast.iter_child_nodes(current)]
+    return out
+
+
+def _bindings(trees: dict[str, ast.Module]) -> dict[str, list[tuple[str, ast.AST]]]:
+    """What gives each module-level name of your cells its value: name -> [(cell, top-level
+    statement)] of every statement that binds or changes it (:func:`_bound_by`), and of every
+    one that calls a method on a name of yours (``solvers.append(...)``)."""
+    found: dict[str, list[tuple[str, ast.AST]]] = {}
+    statements = [(label, node) for label, tree in trees.items() for node in tree.body]
+    for label, statement in statements:
+        for name in _bound_by([statement]):
+            found.setdefault(name, []).append((label, statement))
+    for label, statement in statements:
+        for node in _level([statement]):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                name = _base(node.func)
+                if name in found and (label, statement) not in found[name]:
+                    found[name].append((label, statement))
+    return found
+
+
+def _graded(tree: ast.Module, bindings: dict) -> list[tuple[str, ast.AST]]:
+    """Where an exercise's graded names get their values: the functions and classes its
+    answer cell defines (else every name it binds), through every statement of yours that
+    binds or changes them (a later cell that redefines one too)."""
+    defs = [
+        n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    ]
+    names = {n.name for n in defs} if defs else _bound_by(tree.body)
+    return [where for name in sorted(names) for where in bindings.get(name, [])]
+
+
+def _reachable(start: list[tuple[str, ast.AST]], bindings: dict) -> list[tuple[str, ast.AST]]:
+    """The nodes of ``start`` and of every statement of yours that gives a value to a name
+    they read from the module's level, transitively: (cell, node) each."""
+    seen, todo, out = set(), list(start), []
     while todo:
         label, node = todo.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
         out.append((label, node))
-        for inner in ast.walk(node):
-            if isinstance(inner, ast.Name) and inner.id in functions:
-                todo.append(functions[inner.id])
+        for name in _free(node):
+            todo += bindings.get(name, [])
     return out
+
+
+def _closed_uses(node: ast.AST, names: dict[str, str], closed: frozenset[str], exports: dict):
+    """(line, 'perceptrons.x') for each closed package function that ``node`` passes on or
+    calls where a graded call runs it: anywhere inside a function or lambda; at the module's
+    level, where it is named but not called (``cb = P.convergence_bound``: ``cb`` then runs
+    in the graded call; ``value = P.convergence_bound(...)`` runs outside it and is fine)."""
+
+    def closed_name(expr: ast.AST) -> str | None:
+        if isinstance(expr, ast.Call) and _called(expr) == "getattr" and len(expr.args) >= 2:
+            of, attr = expr.args[0], expr.args[1]  # getattr(P, "convergence_bound")
+            if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
+                module = _dotted(of, names)
+                dotted = f"{module}.{attr.value}" if module else None
+            else:
+                return None
+        elif isinstance(expr, ast.Attribute):
+            dotted = _dotted(expr, names)
+        elif isinstance(expr, ast.Name):
+            dotted = names.get(expr.id)
+        else:
+            return None
+        if not dotted or not dotted.startswith(PACKAGE + "."):
+            return None
+        dotted = exports.get(dotted, dotted)
+        return dotted if dotted in closed else None
+
+    uses = []
+    todo = [(node, isinstance(node, _SCOPES), False)]  # (node, inside a function, called)
+    while todo:
+        current, inside, called = todo.pop()
+        found = closed_name(current)
+        if found and (inside or not called):
+            uses.append((current.lineno, found))
+        deeper = inside or isinstance(current, _SCOPES)
+        for child in ast.iter_child_nodes(current):
+            is_called = isinstance(current, ast.Call) and child is current.func
+            todo.append((child, deeper, is_called))
+    return sorted(set(uses))
 
 
 # --- copies of the package's own code ------------------------------------------------------
@@ -544,17 +756,23 @@ COPY_SHARED, COPY_SHARE = 25, 0.6
 
 
 @functools.cache
-def _package_prints(closed: frozenset[str]) -> frozenset[int]:
+def _closed_prints(closed: frozenset[str]) -> dict[str, frozenset[int]]:
+    """Each closed function's fingerprints (of its source as the package has it)."""
     import inspect
 
     known = package_functions()
-    prints = set()
+    prints = {}
     for name in sorted(closed):
         try:
-            prints |= fingerprints(inspect.getsource(known[name]))
+            prints[name] = frozenset(fingerprints(inspect.getsource(known[name])))
         except (OSError, TypeError):
             continue
-    return frozenset(prints)
+    return prints
+
+
+@functools.cache
+def _package_prints(closed: frozenset[str]) -> frozenset[int]:
+    return frozenset().union(*_closed_prints(closed).values())
 
 
 # --- the review ------------------------------------------------------------------------------
@@ -571,28 +789,26 @@ def review_cells(cells: list[tuple[str, str | None, str]], lab_rules: Rules) -> 
     closed = closed_functions(lab_rules.allow)
     exports = _exports()
     try:
-        setup_names = _imports(ast.parse(_python(lab_rules.setup)[0]))
-    except SyntaxError:
+        setup_names = _imports(_python(lab_rules.setup)[0])
+    except (SyntaxError, ValueError, RecursionError):
         setup_names = {}
     findings: list[Finding] = []
     trees: dict[str, ast.Module] = {}
     exercises = {label: exercise for label, exercise, _ in cells}
     for label, exercise, source in cells:
-        python, magics = _python(source)
-        for line, name in magics:
-            if name not in MAGICS_OK:
-                what = "a shell command" if name == "!" else f"the magic %{name}"
-                findings.append(Finding(label, line, f"runs {what}", True, exercise))
         try:
-            tree = ast.parse(python)
+            tree, magics = _python(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue  # it fails when it runs, graded or not
+            continue  # not Python, even as IPython reads it: it fails when it runs
+        for line, name in magics:
+            what = "a shell command" if name == "!" else f"the magic %{shown(name)}"
+            findings.append(Finding(label, line, f"runs {what}", True, exercise))
         trees[label] = tree
     names = dict(setup_names)
     for tree in trees.values():
         names.update(_imports(tree))
     for label, tree in trees.items():
-        reader = _Reader(names, closed, exports)
+        reader = _Reader(names)
         try:
             reader.visit(tree)
         except RecursionError:
@@ -600,27 +816,69 @@ def review_cells(cells: list[tuple[str, str | None, str]], lab_rules: Rules) -> 
             continue
         for line, what, held in reader.found:
             findings.append(Finding(label, line, what, held, exercises[label]))
-    functions = _functions(trees)
+    bindings = _bindings(trees)
     by_id = {exercise_of(gid): forbid for gid, forbid in lab_rules.forbid.items()}
     for label, exercise, _ in cells:
-        if exercise not in by_id or label not in trees:
+        if exercise is None or label not in trees:
             continue
-        for where, node in _reachable(list(trees[label].body), functions):
-            cell = where or label
-            for line, name in _forbidden_uses(node, names, by_id[exercise]):
-                what = f"uses {name}, which this exercise asks you not to use"
-                findings.append(Finding(cell, line, what, True, exercise))
-    package = _package_prints(closed)
-    for name, (label, node) in functions.items():
-        prints = fingerprints(ast.unparse(node))
-        shared = len(prints & package)
-        if shared >= COPY_SHARED and shared >= COPY_SHARE * len(prints):
-            what = f"{name} reproduces the package's own code"
-            findings.append(Finding(label, node.lineno, what, True, exercises.get(label)))
+        try:
+            reached = _reachable(_graded(trees[label], bindings), bindings)
+        except RecursionError:
+            findings.append(Finding(label, 1, "code nested too deeply to read", True, None))
+            continue
+        for where, node in reached:
+            for line, name in _closed_uses(node, names, closed, exports):
+                short = name.rsplit(".", 1)[1]
+                what = (
+                    f"uses P.{short}, which this lab closes: it is not there when "
+                    f"{exercise} is graded, so the graded function raises"
+                )
+                findings.append(Finding(where, line, what, False, exercise))
+            for line, name in _forbidden_uses(node, names, by_id.get(exercise, ())):
+                what = f"uses {shown(name, 100)}, which this exercise asks you not to use"
+                findings.append(Finding(where, line, what, True, exercise))
+    present = {exercise for _, exercise, _ in cells}
+    for gid in lab_rules.forbid:  # an answer that cannot be told from the rest
+        if exercise_of(gid) not in present:
+            what = (
+                f"has no answer cell {shown(gid)} (its nbgrader metadata is gone), so "
+                "what the exercise asks you not to use cannot be told from the rest"
+            )
+            findings.append(Finding("the notebook", 1, what, True, exercise_of(gid)))
+    findings += _copies(trees, exercises, closed)
     unique = {}
     for finding in findings:
         unique.setdefault((finding.cell, finding.line, finding.what), finding)
     return sorted(unique.values(), key=lambda f: (_order(f.cell, cells), f.line, f.what))
+
+
+def _copies(trees: dict[str, ast.Module], exercises: dict, closed) -> list[Finding]:
+    """The package's own code copied into the student's cells: a function (at any depth)
+    whose fingerprints are mostly the package's; or a closed function of the package most
+    of whose fingerprints are somewhere in the student's cells (padding a copy with code of
+    one's own, or splitting it among cells, does not hide it)."""
+    found = []
+    package = _package_prints(closed)
+    for label, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                prints = fingerprints(ast.unparse(node))
+                shared = len(prints & package)
+                if shared >= COPY_SHARED and shared >= COPY_SHARE * len(prints):
+                    what = f"{shown(node.name)} reproduces the package's own code"
+                    found.append(Finding(label, node.lineno, what, True, exercises.get(label)))
+    if found or not trees:
+        return found
+    cells = {label: fingerprints(ast.unparse(tree)) for label, tree in trees.items()}
+    every = set().union(*cells.values())
+    for name, prints in _closed_prints(closed).items():
+        shared = prints & every
+        if len(shared) >= max(COPY_SHARED, COPY_SHARE * len(prints)):
+            label = max(cells, key=lambda cell: len(cells[cell] & prints))
+            short = name.rsplit(".", 1)[1]
+            what = f"reproduces most of the package's own P.{short}"
+            found.append(Finding(label, 1, what, True, exercises.get(label)))
+    return found
 
 
 def _order(label: str, cells) -> int:
@@ -688,6 +946,11 @@ def check(path: str | Path | None = None, *, lab: str | None = None) -> list[Fin
         "'fails when graded': that code is not in the grading environment, so the function "
         "raises there; 'held for review': its points wait until the instructor reads it."
     )
+    if any(f.held and f.exercise is None for f in findings):
+        print(
+            "A thing held in a cell you added holds the points of every exercise: move what "
+            "you need into an answer cell, or delete the cell."
+        )
     return findings
 
 

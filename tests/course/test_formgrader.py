@@ -93,10 +93,16 @@ def test_manual_grading_in_formgrader_reaches_the_export_and_the_feedback(graded
     score and a comment for the written answer, then export and regenerate feedback."""
     need_chromium()
     import browser
+    from nbgrader.api import Gradebook
 
     course, notebook_id = copy_of(graded_class, tmp_path)
     before = next(r for r in rows_of(course) if r["lab"] == LAB)
     assert (before["automatic"], before["manual"], before["total"]) == ("7.0", "0.0", "7.0")
+    # red team, round 6: a name from the learning platform, which a student may write,
+    # was markup in the submission page (nbgrader's template does not escape it)
+    hostile = '<img src=x onerror="window.HOSTILE = 1">'
+    with Gradebook(courses.db_url(course)) as gb:
+        gb.update_or_create_student("ada", last_name=hostile, first_name="Ada")
     port = free_port()
     process, url = formgrader.start(course, port)
     try:
@@ -112,6 +118,8 @@ def test_manual_grading_in_formgrader_reaches_the_export_and_the_feedback(graded
             page.goto(f"{base}/formgrader/submissions/{notebook_id}/")
             score, comment = page.locator("#ex4-answer"), page.locator("#ex4-answer-comment")
             wait_for_grades(page)
+            assert page.evaluate("window.HOSTILE") is None
+            assert page.locator("a.name-shown").first.text_content().strip() == f"{hostile}, Ada"
             # instructor's trial, round 5: math showed as raw LaTeX without a network (MathJax
             # from a CDN), and the grader's browser fetched the images an answer names
             page.evaluate("() => MathJax.startup.promise")
@@ -194,6 +202,14 @@ REFUSED = """async ([address]) => {
 }"""
 
 
+POSTED = """async ([address, body]) => {
+    const xsrf = document.cookie.match(/_xsrf=([^;]*)/)[1];
+    const headers = {"X-XSRFToken": xsrf, "Content-Type": "application/json"};
+    const r = await fetch(address, {method: "POST", body: body, headers: headers});
+    return [r.status, await r.text()];
+}"""
+
+
 def nbgraders_own_workflow_is_hidden_and_refused(page, base):
     """Instructor's trial, round 5: *Manage Assignments* showed nbgrader's buttons for a
     workflow the course does not use (Release, Collect, ...) and a warning about its
@@ -210,6 +226,19 @@ def nbgraders_own_workflow_is_hidden_and_refused(page, base):
             address = f"{base}/formgrader/api/submission/{LAB}/ada/autograde"
         status, said = page.evaluate(REFUSED, [address])
         assert (status, said.split(":")[0]) == (403, "not with this course folder"), action
+    # nothing of the course folder runs in this server: no kernel (a submission opened in
+    # JupyterLab), no Validate (nbgrader's extension for students executes the notebook)
+    submission = f"submitted/ada/{LAB}/{LAB}.ipynb"
+    session = {"path": submission, "type": "notebook", "kernel": {"name": "python3"}}
+    for address, body in ((f"{base}/api/sessions", session),
+                          (f"{base}/api/kernels", {"name": "python3"})):  # fmt: skip
+        status, said = page.evaluate(POSTED, [address, json.dumps(body)])
+        # (the sessions API wraps the kernel's refusal in its own 500, message and all)
+        assert status in (403, 500) and formgrader.NO_KERNEL in json.loads(said)["message"]
+    assert page.evaluate("async () => (await fetch('/api/kernels')).json()") == []
+    validate = f"{base}/assignments/validate"
+    status, _ = page.evaluate(POSTED, [validate, json.dumps({"path": submission})])
+    assert status == 404
 
 
 # Each request a submission's address without its "/" (as a link or a typed address has it):

@@ -142,6 +142,49 @@ def test_one_malformed_notebook_stops_nobody(course, tmp_path):
     )
 
 
+def test_a_notebook_whose_recording_fails_stops_nobody(course, tmp_path):
+    """Red team, round 6, finding 5: a lone surrogate in a review's words made the
+    gradebook's write fail, and the run ended with nobody recorded, on every run. The
+    review's words are plain now (tests/test_handin.py); any notebook whose recording
+    fails is that notebook's failure, with why in its log, and the class is recorded."""
+    submissions = tmp_path / "in"
+    hand_in(submissions, "ann", answered(LAB))
+    odd = answered(LAB)
+    odd["metadata"]["fake_review"] = [
+        {"cell": "ex1-code", "line": 1, "what": "x\ud800", "held": True, "exercise": "ex1"}
+    ]
+    hand_in(submissions, "odd", json.dumps(odd))  # (json.dumps escapes the surrogate)
+    hand_in(submissions, "zed", answered(LAB))
+    code, out, err = grade(submissions, course)
+    assert code == 0, err[-3000:]
+    rows = table(course / "grades.csv")
+    assert rows["ann", LAB]["automatic"] == rows["zed", LAB]["automatic"] == "7.0"
+    assert rows["odd", LAB]["status"] == "grading failed: see logs"
+    log = (course / "logs" / f"odd--{LAB}.log").read_text(errors="replace")
+    assert log.startswith("recording failed") and "UnicodeEncodeError" in log
+
+
+def test_a_file_name_that_is_not_utf8_stops_nobody(course, tmp_path):
+    """Red team, round 6, finding 6: a file whose name is not UTF-8 in a student's folder
+    stopped the run before anyone was graded (the map of files not placed could not be
+    written)."""
+    submissions = tmp_path / "in"
+    hand_in(submissions, "ann", answered(LAB))
+    hand_in(submissions, "bob", answered(LAB))
+    odd = os.fsencode(submissions / "bob" / LAB) + b"/lab1 copy\xff.ipynb"
+    with open(odd, "w") as f:
+        f.write(json.dumps(answered(LAB)))
+    strict = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")  # a terminal
+    with contextlib.redirect_stdout(strict):
+        code = cli.main(["grade", str(submissions), "--course", str(course), "--unsafe"])
+        strict.flush()
+        out = strict.buffer.getvalue().decode()
+    assert code == 0
+    rows = table(course / "grades.csv")
+    assert rows["ann", LAB]["automatic"] == rows["bob", LAB]["automatic"] == "7.0"
+    assert "lab1 copy\\udcff.ipynb" in out  # named, escaped, among what was not placed
+
+
 POLICY = "[penalty]\npercent_per_day = 10\n[due]\nlab1_perceptron = 2026-02-06T23:59:00+01:00\n"
 
 

@@ -7,6 +7,7 @@ ex2 prediction 0 (a check for the student), ex3 train 1+2, ex5 slider 1 (and 4 p
 by hand: the ex2 trace table 2, ex4 2).
 """
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -48,6 +49,10 @@ LAB = "lab1_perceptron"
 # machine as loaded as the test run makes it (about 2.5 s measured at worst).
 CELL_SECONDS = 6.0
 LIMITS = Limits(cell_seconds=CELL_SECONDS, output=8 * 2**20)
+# The planted class's memory for a notebook's processes together: 768 MiB, not a lab's
+# 2 GiB, so the memhog plant goes over it with four processes of 256 MiB: little work
+# for its 6 s on a busy machine (with 600 MB each, its cell once ran out of time in CI)
+PLANTED = dataclasses.replace(LIMITS, notebook_memory=768 * 2**20)
 
 
 def hand_in(folder: Path, student: str, nb, lab=LAB) -> Path:
@@ -409,6 +414,11 @@ try:
     pathlib.Path("/usr/evil").write_text("x"); report["wrote"] = True
 except OSError:
     report["wrote"] = False
+pathlib.Path("scipy.py").write_text("WRITTEN = True")  # a module of its own, in /tmp
+try:
+    import scipy; report["own module"] = scipy.WRITTEN
+except ImportError:
+    report["own module"] = False
 """
     from labtools.grader import closed
 
@@ -424,6 +434,7 @@ except OSError:
     assert report["uid"] != os.getuid()
     assert report["pids"] == [1]  # it sees itself only
     assert not report["repo"] and not report["net"] and not report["wrote"]
+    assert report["own module"] is False  # what the notebook writes is never imported
     system = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"} & set(os.listdir("/"))
     bound = {p.parts[1] for p in bwrap._python_paths()} | {"usr", "etc", "opt"}
     assert set(report["seen"]) == system | bound | {"proc", "dev", "tmp"}  # nothing else
@@ -609,11 +620,11 @@ def graded(tmp_path_factory):
     start = time.monotonic()
     with sandbox_lock():  # a module fixture: made before the test's own hold of the lock
         summary = grade.grade(
-            submissions, course_made(course), jobs=2, limits=LIMITS, progress=False
+            submissions, course_made(course), jobs=2, limits=PLANTED, progress=False
         )
         elapsed = time.monotonic() - start
         # the reference path: a fresh sandbox per notebook (scores only)
-        cold = graded_cold(submissions, tmp / "cold", LIMITS)
+        cold = graded_cold(submissions, tmp / "cold", PLANTED)
     listener.close()
     with sandbox_lock(alone=True):  # no sandbox of another test runs while we count
         leftover = leftover_processes()
@@ -656,6 +667,26 @@ def test_every_planted_submission_gets_its_exact_score(graded):
         or float(rows.get(s, {}).get("automatic", 0)) != e[0] - e[1]
     }
     assert not wrong, wrong
+
+
+def test_a_held_answer_says_why_and_what_its_tests_earned_in_formgrader(graded):
+    """The comment formgrader shows on a held answer gives each reason and what the
+    exercise's tests earned (what `review --accept` gives; Full credit would give all)."""
+    from nbgrader.api import Gradebook
+
+    from perceptrons.handin import exercise_of
+
+    row = next(r for r in graded["summary"]["graded"] if r.student == "chatter")
+    (finding,) = [f for f in row.review if f["held"]]
+    exercise = finding["exercise"]
+    tests = {g: v for g, v in row.tests.items() if exercise_of(g) == exercise}
+    earned, points = (sum(v[k] for v in tests.values()) for k in ("score", "points"))
+    with Gradebook(courses.db_url(graded["course"])) as gb:
+        comment = gb.find_comment(finding["cell"], LAB, LAB, "chatter").auto_comment
+    assert comment == (
+        f"Held for the instructor's review: {finding['cell']}, line {finding['line']}: "
+        f"{finding['what']}. Its tests earned {earned:g} of {points:g} points."
+    )
 
 
 def test_no_hidden_test_input_reaches_what_the_student_sees(graded):
@@ -740,7 +771,7 @@ def test_statuses_tell_the_instructor_what_happened(graded):
 def test_no_file_in_the_course_folder_grows_with_what_a_submission_prints(graded):
     """The chatter printed about 63 MB, past the agent's own cut (which it removed): what
     the course folder keeps of it is cut on the grader's side to the documented caps."""
-    course, limits = graded["course"], LIMITS
+    course, limits = graded["course"], PLANTED
     where = f"chatter/{LAB}/{LAB}.ipynb"
     autograded = json.loads((course / "autograded" / where).read_text())
     kept = sum(
@@ -809,14 +840,14 @@ def test_a_second_run_grades_only_what_is_new_and_regrade_keeps_manual_scores(gr
         answer = gb.find_grade("ex4-answer", LAB, LAB, "correct")
         answer.manual_score = 2.0
         gb.db.commit()
-    again = grade.grade(submissions, course, jobs=2, limits=LIMITS, progress=False)
+    again = grade.grade(submissions, course, jobs=2, limits=PLANTED, progress=False)
     assert again["graded"] == [] and len(again["already graded"]) == len(graded["expected"])
     row = next(r for r in rows_of(course) if r["student"] == "correct" and r["lab"] == LAB)
     assert (row["automatic"], row["manual"], row["total"]) == ("7.0", "2.0", "9.0")
     # a new version of one notebook is not graded silently...
     path = submissions / "submitted" / "wrong" / LAB / f"{LAB}.ipynb"
     path.write_text(json.dumps(solved()))
-    again = grade.grade(submissions, course, jobs=1, limits=LIMITS, progress=False)
+    again = grade.grade(submissions, course, jobs=1, limits=PLANTED, progress=False)
     assert again["graded"] == []
     status = next(
         r["status"] for r in rows_of(course) if r["student"] == "wrong" and r["lab"] == LAB
@@ -836,7 +867,7 @@ def test_a_second_run_grades_only_what_is_new_and_regrade_keeps_manual_scores(gr
         students=["wrong", "correct"],
         jobs=2,
         regrade=True,
-        limits=LIMITS,
+        limits=PLANTED,
         progress=False,
     )
     assert source.read_text() == kept
@@ -999,7 +1030,9 @@ def test_grading_runs_on_a_dask_cluster(tmp_path, monkeypatch):
     }
     for student, nb in notebooks.items():
         hand_in(submissions, student, nb)
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, dashboard_address="127.0.0.1:0"
+    ) as cluster:
         with Client(cluster) as client:
             summary = grade.grade(
                 submissions, course, executor=client.get_executor(), limits=LIMITS, progress=False
@@ -1007,3 +1040,13 @@ def test_grading_runs_on_a_dask_cluster(tmp_path, monkeypatch):
     assert len(summary["graded"]) == 3
     scores = {r["student"]: float(r["automatic"]) for r in rows_of(course) if r["lab"] == LAB}
     assert scores == expected
+
+
+def test_a_hidden_tests_failure_says_no_kind_the_students_code_chose():
+    """Red team, round 6: which exception a student's function raised in a hidden test is
+    the student's choice (about 4 bits of the test's inputs); the feedback says only that
+    it raised one."""
+    for kind in ("IndexError", "ZeroDivisionError", "MyOwnError"):
+        failure = verdicts.StudentCodeError(f"taps raised {kind}: 20 samples, p = 6")
+        said = verdicts.hidden_message(failure)
+        assert said == "taps raised an exception in a hidden test"

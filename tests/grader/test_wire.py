@@ -37,6 +37,26 @@ def test_an_honest_answer_decodes_to_fresh_objects():
     assert np.array_equal(got.value["w"], np.arange(3.0))
 
 
+def test_a_real_number_of_another_kind_crosses_as_its_float():
+    """Red team, round 6: Lab 7's accuracy as a fractions.Fraction (assert_same accepts
+    it in JupyterLab) was not plain data, and the honest answer earned 0."""
+    from fractions import Fraction
+
+    class Broken(float):  # a real number whose float the student's code refuses
+        pass
+
+    raw = json.dumps({"id": "n", "value": wire.to_plain([Fraction(3, 4)])}).encode()
+    assert wire.decode_answer(raw, BUDGET).value == [0.75]
+
+    class NoFloat(Fraction):
+        def __float__(self):
+            raise ValueError("no")
+
+    with pytest.raises(wire.NotPlainData, match="no float value"):
+        wire.to_plain(NoFloat(1, 3))
+    assert wire.to_plain(Broken(0.5)) == 0.5
+
+
 COLLIDING = b", ".join(b"[%d, 0]" % (k * (2**61 - 1)) for k in range(200_000))
 
 

@@ -22,9 +22,22 @@ LAB6 = handin.Rules(
 
 
 def review(source: str, gid: str = "ex2-code", rules=LAB6) -> list[tuple[str, bool]]:
-    """(what, held) of each finding in one answer cell."""
-    found = handin.review_cells([(gid, handin.exercise_of(gid), source)], rules)
+    """(what, held) of each finding in one answer cell (beside an empty answer to ex 2,
+    whose forbid list needs its cell)."""
+    cells = [(gid, handin.exercise_of(gid), source)]
+    if handin.exercise_of(gid) != "ex2":
+        cells.append(("ex2-code", "ex2", ""))
+    found = handin.review_cells(cells, rules)
     return [(f.what, f.held) for f in found]
+
+
+def test_an_exercise_whose_answer_cell_lost_its_metadata_is_held():
+    """Red team, round 6: the lstsq answer in a cell without its nbgrader metadata ran as
+    an added cell, and the exercise's forbid list read nothing."""
+    lstsq = "def least_squares(X, d):\n    return np.linalg.lstsq(X, d)[0]\n"
+    found = handin.review_cells([("cell 9 (added)", None, lstsq)], LAB6)
+    assert [(f.cell, f.exercise, f.held) for f in found] == [("the notebook", "ex2", True)]
+    assert "has no answer cell ex2-code" in found[0].what
 
 
 def held(source: str, **kw) -> bool:
@@ -45,7 +58,70 @@ HONEST = {
     "def least_squares(X, d):\n    return _f(X)\n",
     "if __name__": "if __name__ == '__main__':\n    print(1)\n",
     "a magic that times": "%timeit 1 + 1\ndef least_squares(X, d):\n    return d\n",
+    "a cell timed": "%%time\ndef least_squares(X, d):\n    Xa = P.augment(X)\n"
+    "    return np.linalg.solve(Xa.T @ Xa, Xa.T @ d)\n",
+    "help on a function": "np.linalg.lstsq?\ndef least_squares(X, d):\n    return d\n",
+    "a helper of its own called pinv": "def pinv(A):\n    return np.linalg.solve(A.T @ A, A.T)\n"
+    "def least_squares(X, d):\n    return pinv(X) @ d\n",
+    "autoreload": "%load_ext autoreload\n%autoreload 2\ndef least_squares(X, d):\n    return d\n",
+    "json, datetime and pathlib": "import json, datetime, pathlib\n"
+    "def least_squares(X, d):\n    return json.loads('[1]')\n",
 }
+
+# the answer cell as above, and a cell the student added: honest when the added cell's
+# lstsq only compares (its w is not the function's local w, its print runs nothing graded)
+ADDED_HONEST = {
+    "a comparison with lstsq": "w = np.linalg.lstsq(X, d)[0]\nprint(np.allclose(w, 1))\n",
+    "a call of the answer beside lstsq": "print(least_squares(X, d), np.linalg.lstsq(X, d))\n",
+    "the package's closed function, called outside": "ref = P.lls(X, d)\nprint(ref)\n",
+}
+SOLVE = "def least_squares(X, d):\n    w = np.linalg.solve(X.T @ X, X.T @ d)\n    return w\n"
+
+
+def review_two(answer: str, added: str, rules=LAB6) -> list[tuple[str, str, bool]]:
+    """(cell, what, held) of each finding in an answer cell and a cell added after it."""
+    cells = [("ex2-code", "ex2", answer), ("cell 9 (added)", None, added)]
+    return [(f.cell, f.what, f.held) for f in handin.review_cells(cells, rules)]
+
+
+@pytest.mark.parametrize("name", sorted(ADDED_HONEST))
+def test_an_added_cell_that_compares_holds_nothing(name):
+    assert review_two(SOLVE, ADDED_HONEST[name]) == []
+
+
+# review D (round 6): routes through another cell, a magic or getattr passed as a value
+ADDED_ROUTES = {  # (answer cell, added cell, the finding's cell, a phrase of what, held)
+    "an alias bound in another cell": (
+        "def least_squares(X, d):\n    return solve_ls(X, d)[0]\n",
+        "solve_ls = np.linalg.lstsq\n",
+        "cell 9 (added)", "uses numpy.linalg.lstsq", True,
+    ),
+    "a redefinition in a later cell": (
+        SOLVE, "least_squares = lambda X, d: np.linalg.pinv(X) @ d\n",
+        "cell 9 (added)", "uses numpy.linalg.pinv", True,
+    ),
+    "a container filled by a method": (
+        "SOLVERS = []\ndef least_squares(X, d):\n    return SOLVERS[0](X, d)[0]\n",
+        "SOLVERS.append(np.linalg.lstsq)\n",
+        "cell 9 (added)", "uses numpy.linalg.lstsq", True,
+    ),
+    "numpy patched in another cell": (
+        SOLVE, "np.linalg.solve = lambda A, b: np.linalg.lstsq(A, b)[0]\n",
+        "cell 9 (added)", "uses numpy.linalg.lstsq", True,
+    ),
+    "an alias of a closed function": (
+        "def least_squares(X, d):\n    return fit(X, d)\n",
+        "fit = P.lls\n",
+        "cell 9 (added)", "uses P.lls, which this lab closes", False,
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(ADDED_ROUTES))
+def test_a_route_through_another_cell_is_found_there(name):
+    answer, added, cell, phrase, is_held = ADDED_ROUTES[name]
+    found = review_two(answer, added)
+    assert any(c == cell and phrase in what and h == is_held for c, what, h in found), found
 
 
 @pytest.mark.parametrize("name", sorted(HONEST))
@@ -122,15 +198,56 @@ ROUTES = {  # (answer cell, a phrase of what must be found, held)
     ),
     "a closed function": (
         "def least_squares(X, d):\n    return P.lls(X, d)\n",
-        "calls P.lls, which this lab closes",
+        "uses P.lls, which this lab closes",
         False,
     ),
     "a closed function imported by name": (
         "from perceptrons import lls\ndef least_squares(X, d):\n    return lls(X, d)\n",
-        "calls P.lls, which this lab closes",
+        "uses P.lls, which this lab closes",
         False,
     ),
-}
+    "a closed function by getattr": (
+        "def least_squares(X, d):\n    return getattr(P, 'lls')(X, d)\n",
+        "uses P.lls, which this lab closes",
+        False,
+    ),
+    "a cell timed": (
+        "%%time\ndef least_squares(X, d):\n    return np.linalg.lstsq(X, d)[0]\n",
+        "uses numpy.linalg.lstsq",
+        True,
+    ),
+    "a line timed": (
+        "%time solve = np.linalg.lstsq\ndef least_squares(X, d):\n    return solve(X, d)[0]\n",
+        "uses numpy.linalg.lstsq",
+        True,
+    ),
+    "timeit's setup": (
+        "%%timeit -n 1 solve = np.linalg.lstsq\n1 + 1\ndef least_squares(X, d):\n"
+        "    return solve(X, d)[0]\n",
+        "uses numpy.linalg.lstsq",
+        True,
+    ),
+    "a shell command's output": ("x = !ls\n", "shell command", True),
+    "get_ipython": (
+        "def least_squares(X, d):\n    return get_ipython().ev('np.linalg.' + 'lstsq')(X, d)\n",
+        "get_ipython",
+        True,
+    ),
+    "getattr passed as a value": (
+        "import functools\ndef least_squares(X, d):\n"
+        "    return functools.reduce(getattr, ['linalg', 'ls' + 'tsq'], np)(X, d)[0]\n",
+        "getattr as a value",
+        True,
+    ),
+    "getattr given another name": (
+        "g = getattr\ndef least_squares(X, d):\n    return g(np.linalg, 'ls' + 'tsq')(X, d)[0]\n",
+        "getattr as a value",
+        True,
+    ),
+    "a stdlib module the rules do not list": (
+        "import pickle\n", "imports pickle, a module the rules do not list", True,
+    ),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(ROUTES))
@@ -143,8 +260,10 @@ def test_each_route_is_named_held_or_refused(name):
 
 def test_a_closed_function_at_the_top_of_a_cell_is_fine():
     """Outside a graded function the package works as in JupyterLab (Lab 5 ex 3 computes a
-    value with P.logistic_regression): only a call inside a function is named."""
+    value with P.logistic_regression): a call at a cell's top level is not named, nor a
+    helper that no graded function reaches."""
     assert review("norms = P.lls(X, d)\n") == []
+    assert review("def plot_fit(X, d):\n    return P.lls(X, d)\n", gid="cell 9 (added)") == []
 
 
 def test_a_forbidden_name_counts_only_for_its_own_exercise():
@@ -158,11 +277,37 @@ def test_a_forbidden_name_counts_only_for_its_own_exercise():
 
 def test_a_copy_of_the_package_code_is_held_and_a_short_formula_is_not():
     import inspect
+    import textwrap
 
     import perceptrons as P
 
     copy = inspect.getsource(P.pt).replace("def pt(", "def train(", 1)
     assert ("train reproduces the package's own code", True) in review(copy, gid="ex3-code")
+    # red team, round 6: below a cell's top level, padded with code of its own, or split
+    nested = "if True:\n" + textwrap.indent(copy, "    ")
+    assert ("train reproduces the package's own code", True) in review(nested, gid="ex3-code")
+    inner = "def outer():\n" + textwrap.indent(copy, "    ") + "    return train\n"
+    assert held(inner, gid="ex3-code")
+    padding = "".join(f"def pad{k}(a, b):\n    return a * {k} + b - {k}\n" for k in range(40))
+    import ast
+
+    body = ast.parse(copy).body[0].body[1].lineno - 1  # after the docstring
+    dead = "".join(f"    pad_{k} = [{k}] * {k} + list(range({k}))\n" for k in range(60))
+    lines = copy.splitlines(keepends=True)
+    padded = "".join(lines[:body]) + dead + "".join(lines[body:]) + padding
+    assert not review(padded.replace(dead, ""), gid="ex3-code") == []  # (the copy, found)
+    assert held(padded, gid="ex3-code")
+    function = ast.parse(copy).body[0]
+    half = len(function.body) // 2
+    first, second = ast.parse(copy).body[0], ast.parse(copy).body[0]
+    pads = ast.parse(dead.replace("    ", "")).body  # each half padded: only the whole
+    first.body, second.body = pads + function.body[:half], pads + function.body[half:]
+    first.name, second.name = "train_start", "train_end"
+    cells = [("ex3-code", "ex3", ast.unparse(first) + "\n" + padding),
+             ("cell 9 (added)", None, ast.unparse(second) + "\n" + padding),
+             ("ex2-code", "ex2", "")]  # fmt: skip
+    found = handin.review_cells(cells, LAB6)
+    assert any("reproduces most of the package's own P.pt" in f.what and f.held for f in found)
     sigmoid = inspect.getsource(P.sigmoid)  # the chapter's listing: the formula, not held
     assert review(sigmoid, gid="ex1-code") == []
 
@@ -228,24 +373,42 @@ def test_every_lab_and_its_solution_pass_their_own_check(capsys):
         assert f'handin.check(lab="{lab}")' in "".join(last["source"]), lab
 
 
+def test_what_a_finding_quotes_of_the_student_is_one_plain_short_line():
+    """Red team, round 6: a name given to getattr stopped the whole class's recording (a
+    lone surrogate), put live markup into the feedback page and escape sequences into the
+    instructor's terminal, and 3 MB into every answer's comment."""
+    hostile = "_\ud800<img src=x onerror=alert(1)>[a](javascript:x)\x1b[2K" + "y" * 3_000_000
+    source = f"getattr(np, {hostile!r}, None)\n%{'m' * 500}\n"
+    found = handin.review_cells([("cell 9 (added)", None, source), ("ex2-code", "ex2", "")], LAB6)
+    assert len(found) == 2
+    for finding in found:
+        assert finding.what.isascii() and finding.what.isprintable() and len(finding.what) < 200
+        assert not set("<>[]()\x1b") & set(finding.what.split("name", 1)[-1]), finding.what
+        finding.what.encode("utf-8")  # strict: no surrogate left
+
+
 def test_the_check_says_what_it_found_and_where(tmp_path, monkeypatch, capsys):
     lab = "lab6_lms_filter"
-    route = "from scipy.linalg import lstsq\n\ndef least_squares(X, d):\n    return P.lls(X, d)\n"
+    route = (
+        "from scipy.linalg import lstsq\n\ndef least_squares(X, d):\n"
+        "    return P.lls(X, d) + lstsq(X, d)[0]\n"
+    )
     (tmp_path / f"{lab}.ipynb").write_text(json.dumps(answered(lab, {"ex2-code": route})))
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     found = handin.check(lab=lab)
     said = capsys.readouterr().out
-    assert len(found) == 3 and "3 thing(s) to look at" in said
+    assert len(found) == 4 and "4 thing(s) to look at" in said
     assert "- ex2-code, line 1: imports scipy.linalg" in said and "fails when graded" in said
     assert "- ex2-code, line 1: uses scipy.linalg.lstsq" in said and "held for review" in said
-    assert "- ex2-code, line 4: calls P.lls, which this lab closes" in said
+    assert "- ex2-code, line 4: uses scipy.linalg.lstsq" in said
+    assert "- ex2-code, line 4: uses P.lls, which this lab closes" in said
     handin.check(lab="lab9_missing")
     assert "No saved notebook to check (lab9_missing.ipynb)" in capsys.readouterr().out
     cli = subprocess.run(
         [sys.executable, "-m", "perceptrons.handin", f"{lab}.ipynb"], capture_output=True, text=True
     )
-    assert cli.returncode == 1 and "calls P.lls" in cli.stdout
+    assert cli.returncode == 1 and "uses P.lls" in cli.stdout
 
 
 def test_what_the_check_calls_installed_is_what_the_sandbox_has():

@@ -414,3 +414,39 @@ def test_export_while_a_run_grades_writes_what_is_graded_so_far(week, tmp_path):
     assert {p for p in now if now[p] != kept[p]} <= {course / layout.LOCK}
     assert labtools("export", "--course", course)[0] == 0  # the run is over: gone
     assert not (course / "grades-so-far.csv").exists()
+
+
+def test_held_answers_are_listed_and_accepted_through_the_review_command(tmp_path, monkeypatch):
+    """Issue 38: an answer held for review keeps its tests' verdicts, not their points, until
+    ``review --accept`` gives what they earned; ``review`` lists each with why, one plain
+    line each (red team, round 6: a reason with terminal escapes rewrote the listing)."""
+    fake_workers(monkeypatch)
+    course = course_made(tmp_path / "course")
+    submissions = tmp_path / "in"
+    held = answered(LAB)
+    reason = "uses numpy.linalg.lstsq\x1b[1A\x1b[2Knothing held here"
+    held["metadata"]["fake_review"] = [
+        {"cell": "ex3-code", "line": 4, "what": reason, "held": True, "exercise": "ex3"}
+    ]
+    for student, nb in (("ann", answered(LAB)), ("hal", held)):
+        path = submissions / student / LAB / NB
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(nb))
+    code, out, err = labtools("grade", submissions, "--course", course, "--unsafe")
+    assert code == 0, err[-2000:]
+    rows = table(course / "grades.csv")
+    assert rows["ann", LAB]["automatic"] == "7.0" and rows["hal", LAB]["automatic"] == "4.0"
+    assert "ex3-code, line 4: uses numpy.linalg.lstsq" in rows["hal", LAB]["review"]
+    code, out, err = labtools("review", "--course", course)
+    assert code == 0 and "\x1b" not in out
+    assert out.splitlines()[:2] == [
+        f"hal/{LAB}: 3 of 3 automatic points held (ex3-hidden, ex3-visible)",
+        "  ex3-code, line 4: uses numpy.linalg.lstsq [1A [2Knothing held here",
+    ]
+    code, out, err = labtools("review", "--accept", f"hal/{LAB}", "--course", course)
+    assert (code, out.strip()) == (0, f"hal/{LAB}: 3 points given"), err
+    assert labtools("export", "--course", course)[0] == 0
+    row = table(course / "grades.csv")["hal", LAB]
+    assert (row["automatic"], row["manual"], row["total"]) == ("4.0", "3.0", "7.0")
+    code, out, err = labtools("review", "--accept", f"ann/{LAB}", "--course", course)
+    assert code == 2 and err.strip() == f"error: ann/{LAB} has no answer held for review"

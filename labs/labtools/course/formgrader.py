@@ -29,7 +29,11 @@ In the server, this module is also a Jupyter server extension
   the page then shows theirs and says so (``formgrader_web/static/formgrade.js``);
 - nbgrader's own workflow (generate, release, collect, autograde, feedback; its exchange)
   is hidden from *Manage Assignments* and refused by the server: autograde would run a
-  student's code outside the sandbox, generate and feedback would bypass ``tasks.py``.
+  student's code outside the sandbox, generate and feedback would bypass ``tasks.py``;
+- no code of the course folder runs in the server: it starts no kernel (a notebook opened
+  in JupyterLab shows its cells and outputs, :data:`NO_KERNEL` says why it does not run),
+  and nbgrader's extensions for students (Validate, which would execute a submission; the
+  exchange's lists) are off.
 """
 
 from __future__ import annotations
@@ -72,6 +76,15 @@ SERVER_CSP = "; ".join(
     ["frame-ancestors 'self'", "img-src 'self' data: blob:", "media-src 'self' data: blob:"]
 )
 PR_SET_PDEATHSIG = 1  # prctl(2)
+# nbgrader's server extensions for students (Validate, the exchange's lists), off in this server
+STUDENTS_EXTENSIONS = tuple(
+    f"nbgrader.server_extensions.{name}"
+    for name in ("validate_assignment", "assignment_list", "course_list")
+)
+NO_KERNEL = (
+    "no kernel in formgrader: a submission's code runs only in the grading sandbox "
+    "(`tasks.py grade`); read it here, or open a copy in your own JupyterLab"
+)
 
 
 def command(course: Path, port: int, token: str) -> list[str]:
@@ -87,6 +100,8 @@ def command(course: Path, port: int, token: str) -> list[str]:
         "--ServerApp.port_retries=0",
         f"--ServerApp.jpserver_extensions={__name__}=True",
     ]
+    # nbgrader's extensions for students, off: Validate would run a submission in this server
+    argv += [f"--ServerApp.jpserver_extensions={name}=False" for name in STUDENTS_EXTENSIONS]
     return argv + (["--allow-root"] if os.geteuid() == 0 else [])  # CI runs as root
 
 
@@ -215,6 +230,7 @@ def _load_jupyter_server_extension(serverapp) -> None:
     apihandlers.CommentHandler.put = _checked_put("Comment", ("manual_comment",))
     for name in REFUSED:
         getattr(apihandlers, name).post = _refused
+    serverapp.kernel_manager.start_kernel = _no_kernel  # a notebook opened here runs nothing
     prefix = webapp.settings.get("base_url", "/")
     webapp.add_handlers(
         ".*$",
@@ -239,6 +255,14 @@ REFUSED = (
     "GenerateFeedbackHandler",
     "ReleaseFeedbackHandler",
 )
+
+
+async def _no_kernel(*args, **kwargs):
+    """The server's kernel start, refused: every notebook in the course folder is a
+    student's or the instructor's, and neither runs outside the sandbox here."""
+    from tornado import web
+
+    raise web.HTTPError(403, NO_KERNEL)
 
 
 def _refused(self, *args) -> None:
@@ -267,8 +291,29 @@ def _exporter(self):
         config.HTMLExporter.template_name = "labtools_formgrade"
         config.HTMLExporter.extra_template_basedirs = [str(WEB), handlers.template_path]
         config.HTMLExporter.extra_template_paths = [handlers.template_path]
-        self.settings["labtools_exporter"] = HTMLExporter(config=config)
+        exporter = HTMLExporter(config=config)
+        exporter.from_filename = _names_escaped(exporter.from_filename)
+        self.settings["labtools_exporter"] = exporter
     return self.settings["labtools_exporter"]
+
+
+def _names_escaped(from_filename):
+    """nbgrader's submission page prints the student's id and names into its HTML as they
+    are (its template does not escape them); a name comes from the learning platform, where
+    a student may have written it: escaped here, it is text."""
+    import html
+
+    def escaped(filename, resources=None, **kwargs):
+        if resources:
+            resources = {
+                key: html.escape(value)
+                if key in ("student", "last_name", "first_name") and isinstance(value, str)
+                else value
+                for key, value in resources.items()
+            }
+        return from_filename(filename, resources=resources, **kwargs)
+
+    return escaped
 
 
 def _render(self, name, **ns):

@@ -23,6 +23,21 @@ def held_exercises(review: list) -> set[str | None]:
     return {finding["exercise"] for finding in review if finding["held"]}
 
 
+def held_comment(why: list, cells: list, exercise: str | None) -> str:
+    """The comment on a held answer: why, and what the exercise's tests earned (what
+    ``review --accept`` gives; *Full credit* in formgrader gives all points)."""
+    from perceptrons.handin import exercise_of
+
+    tests = [c for c in cells if c["role"] == "test" and exercise_of(c["grade_id"]) == exercise]
+    earned = sum(c.get("score", 0.0) for c in tests)
+    points = sum(c.get("points", 0.0) for c in tests)
+    reasons = "; ".join(f"{f['cell']}, line {f['line']}: {f['what']}" for f in why)
+    return (
+        f"Held for the instructor's review: {reasons}. Its tests earned {earned:g} of "
+        f"{points:g} points."
+    )
+
+
 def is_held(grade_id: str, held: set) -> bool:
     from perceptrons.handin import exercise_of
 
@@ -150,15 +165,16 @@ class Recorder:
                 if entry["role"] in ("answer", "written"):
                     empty = entry["source"].strip() in ("", stubs.get(gid, "").strip())
                     comments[gid].auto_comment = "No response." if empty else None
+                    from perceptrons.handin import exercise_of
+
+                    exercise = exercise_of(gid)
                     why = [
                         f
                         for f in result.get("review", [])
-                        if f["held"] and (f["cell"] == gid or f["exercise"] is None)
+                        if f["held"] and (f["cell"] == gid or f["exercise"] in (None, exercise))
                     ]
                     if entry["role"] == "answer" and why and is_held(gid, held):
-                        comments[gid].auto_comment = "Held for the instructor's review: " + (
-                            "; ".join(f"{f['cell']}, line {f['line']}: {f['what']}" for f in why)
-                        )
+                        comments[gid].auto_comment = held_comment(why, result["cells"], exercise)
             gb.db.commit()
         return dropped
 
@@ -179,42 +195,55 @@ class Recorder:
             row = Row(sub.student, sub.lab, digest, Status.FAILED, ": see logs")
             write_whole(log, outcome.detail)
         else:
-            result = outcome.evaluation
-            previous = None
-            if path.exists():
-                try:
-                    previous = read_row(path)
-                except (OSError, ValueError, KeyError, TypeError):
-                    previous = None
-            where = f"{sub.student}/{sub.lab}/{sub.lab}.ipynb"
-            write_whole(course / "submitted" / where, data)
-            write_whole(course / "autograded" / where, json.dumps(outcome.autograded, indent=1))
-            dropped = self.gradebook(sub.student, sub.lab, result, previous, digest)
-            notes = list(result["notes"])
-            if result["stopped"]:
-                notes.insert(0, f"the notebook's process was stopped: {result['stopped']}")
-            if dropped:  # first: what the instructor must do again
-                notes.insert(0, f"{STALE}: {', '.join(dropped)}; grade them again in formgrader")
-            row = Row(sub.student, sub.lab, digest, Status.GRADED)
-            row.detail = shown_notes(notes)
-            held = held_exercises(result.get("review", []))
-            row.tests = {
-                e["grade_id"]: {"score": e["score"], "points": e["points"], "message": e["message"]}
-                for e in result["cells"]
-                if e["role"] == "test"
-            }
-            for gid, verdict in row.tests.items():
-                if is_held(gid, held):
-                    verdict["held"] = True
-            row.review = result.get("review") or None
-            row.seconds = result["seconds"]
-            row.answers = answer_digests(result)
-            messages = [
-                f"{e['grade_id']}: {e['message']}" for e in result["cells"] if e.get("message")
-            ]
-            whole = [Status.GRADED.value, *(f"note: {n}" for n in notes), *messages]
-            write_whole(log, "\n".join([*whole, "--- output ---", result["output"]]) + "\n")
+            try:
+                row = self._graded(sub, digest, data, outcome, path, log)
+            except Exception:  # noqa: BLE001 - this notebook's, never the class's: failed,
+                import traceback  # with why in its log, and graded again by the next run
+
+                if self._gb is not None:
+                    self._gb.db.rollback()
+                row = Row(sub.student, sub.lab, digest, Status.FAILED, ": see logs")
+                write_whole(log, "recording failed\n" + traceback.format_exc())
         write_whole(path, json.dumps(row.to_json(), indent=1))
+        return row
+
+    def _graded(self, sub, digest: str, data, outcome: Outcome, path: Path, log: Path) -> Row:
+        """A graded notebook into the course folder: its copies, the gradebook, its log;
+        returns its row (:meth:`record` writes it)."""
+        course = self.course
+        result = outcome.evaluation
+        previous = None
+        if path.exists():
+            try:
+                previous = read_row(path)
+            except (OSError, ValueError, KeyError, TypeError):
+                previous = None
+        where = f"{sub.student}/{sub.lab}/{sub.lab}.ipynb"
+        write_whole(course / "submitted" / where, data)
+        write_whole(course / "autograded" / where, json.dumps(outcome.autograded, indent=1))
+        dropped = self.gradebook(sub.student, sub.lab, result, previous, digest)
+        notes = list(result["notes"])
+        if result["stopped"]:
+            notes.insert(0, f"the notebook's process was stopped: {result['stopped']}")
+        if dropped:  # first: what the instructor must do again
+            notes.insert(0, f"{STALE}: {', '.join(dropped)}; grade them again in formgrader")
+        row = Row(sub.student, sub.lab, digest, Status.GRADED)
+        row.detail = shown_notes(notes)
+        held = held_exercises(result.get("review", []))
+        row.tests = {
+            e["grade_id"]: {"score": e["score"], "points": e["points"], "message": e["message"]}
+            for e in result["cells"]
+            if e["role"] == "test"
+        }
+        for gid, verdict in row.tests.items():
+            if is_held(gid, held):
+                verdict["held"] = True
+        row.review = result.get("review") or None
+        row.seconds = result["seconds"]
+        row.answers = answer_digests(result)
+        messages = [f"{e['grade_id']}: {e['message']}" for e in result["cells"] if e.get("message")]
+        whole = [Status.GRADED.value, *(f"note: {n}" for n in notes), *messages]
+        write_whole(log, "\n".join([*whole, "--- output ---", result["output"]]) + "\n")
         return row
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from labtools.course import folder as courses
 from labtools.course.record import read_row
 from labtools.door.layout import UsageError
+from labtools.wire import capped
 
 
 def held(course: Path) -> list[dict]:
@@ -83,8 +84,8 @@ def main(course: Path, accepted: list[str]) -> None:
                 f"{entry['student']}/{entry['lab']}: {entry['earned']:g} of "
                 f"{entry['points']:g} automatic points held ({', '.join(entry['tests'])})"
             )
-            for reason in entry["reasons"]:
-                print(f"  {reason}")
+            for reason in entry["reasons"]:  # one line each, whatever a result file holds
+                print(f"  {capped(reason, 300)}")
         if found:
             print("to give them: python3 tasks.py review --accept STUDENT/LAB ... (then export)")
         return

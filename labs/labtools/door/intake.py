@@ -526,6 +526,10 @@ def _write_map(course: Path, name: str, data: dict) -> None:
     import json
 
     text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a file name that is not UTF-8 (a lone surrogate): escaped
+        text = json.dumps(data, indent=1, sort_keys=True) + "\n"
     layout.write_whole(Path(course) / name, text)
 
 

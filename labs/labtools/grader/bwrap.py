@@ -86,6 +86,12 @@ def _bwrap_prefix(single: bool = False) -> list[str]:
     return argv
 
 
+# -P: no folder of the working directory's on sys.path, so a module the notebook writes in
+# /tmp (the only folder it may write) cannot be imported: its code would be code the review
+# never reads (and a "scipy.py" there would stand in for the absent scipy)
+PYTHON_FLAGS = ("-P",)
+
+
 def single_command(limits: Limits, package: Path, mpl_cache: Path | None = None) -> list[str]:
     """The bubblewrap command line of one notebook's own sandbox, where a warm parent cannot
     run (an ordinary user): bubblewrap makes its namespaces, /proc and /tmp and installs the
@@ -93,7 +99,7 @@ def single_command(limits: Limits, package: Path, mpl_cache: Path | None = None)
     runs the agent (:func:`labtools.inside.zygote.single`)."""
     argv = _layout(_bwrap_prefix(single=True), limits.tmp, mpl_cache, package)
     argv += ["--setenv", "LABTOOLS_SINGLE", "1", "--info-fd", "5", "--seccomp", "6"]
-    return argv + [str(sandbox_python()), "-m", "labtools.inside.zygote"]
+    return argv + [str(sandbox_python()), *PYTHON_FLAGS, "-m", "labtools.inside.zygote"]
 
 
 def _base() -> Path:
@@ -129,7 +135,7 @@ def zygote_command(package: Path, mpl_cache: Path | None = None) -> list[str]:
     """The bubblewrap command line that starts a warm parent (:mod:`labtools.inside.zygote`)
     for the lab whose copy of the package is ``package`` (a folder named perceptrons)."""
     argv = _layout(_bwrap_prefix(), 16 * 2**20, mpl_cache, package)
-    return argv + [str(sandbox_python()), "-m", "labtools.inside.zygote"]
+    return argv + [str(sandbox_python()), *PYTHON_FLAGS, "-m", "labtools.inside.zygote"]
 
 
 def _layout(argv: list[str], tmp: int, mpl_cache: Path | None, package: Path) -> list[str]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import compileall
+import functools
 import hashlib
 import importlib
 import json
@@ -144,14 +145,18 @@ def package_for(allow) -> Path:
 # --- the grader's side of a stand-in ---------------------------------------------------------
 
 
+# the modules whose functions a stand-in's call may name among its arguments (a gradient,
+# a data set): the algorithms and the data sets, never the check, the tests or the plots
+NAMED = (*handin.ALGORITHMS, "datasets")
+
+
 def _functions() -> dict[str, object]:
-    """Every function and class of the package, by qualified name: what a stand-in may ask
-    for, and what may be named among its arguments."""
+    """The functions and classes of the package's algorithms and data sets, by qualified
+    name: what may be named among a stand-in's arguments (and, of them, what a lab closes
+    is what a stand-in may ask for: :func:`answer`)."""
     found = {}
-    for path in sorted(SOURCE.glob("*.py")):
-        if path.stem in ("__init__", "__main__"):
-            continue
-        module = importlib.import_module(f"perceptrons.{path.stem}")
+    for stem in NAMED:
+        module = importlib.import_module(f"perceptrons.{stem}")
         for attr, value in vars(module).items():
             if getattr(value, "__module__", None) == module.__name__ and callable(value):
                 found[f"{module.__name__}.{attr}"] = value
@@ -186,12 +191,20 @@ def refusal(name: str) -> str:
     )
 
 
-def answer(call: tuple, budget: wire.Budget, *, graded: bool) -> wire.Reply:
-    """The grader's reply to a stand-in's call ``(name, args, kwargs)`` as sent: refused
-    inside a graded call; else the package's own function run here on the arguments."""
+@functools.cache
+def closed_in(package: Path) -> frozenset[str]:
+    """The functions the lab whose copy of the package is ``package`` closes (what its
+    stand-ins stand for: ``CLOSED.json``, written by :func:`build`)."""
+    return frozenset(json.loads((Path(package) / "CLOSED.json").read_text()))
+
+
+def answer(call: tuple, budget: wire.Budget, *, graded: bool, closed: frozenset[str]) -> wire.Reply:
+    """The grader's reply to a stand-in's call ``(name, args, kwargs)`` as sent: only for a
+    function the lab ``closed`` (a stand-in stands for nothing else); refused inside a
+    graded call; else the package's own function run here on the arguments."""
     name = call[0]
-    if name not in functions():
-        return wire.Reply(raised=f"RuntimeError: {name[:80]} is not a function of the package")
+    if name not in closed or name not in functions():
+        return wire.Reply(raised="RuntimeError: not a function this lab closes")
     if graded:
         return wire.Reply(raised=refusal(name))
     try:

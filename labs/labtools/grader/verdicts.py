@@ -94,7 +94,7 @@ def callbacks(box: Sandbox, references: dict, *, graded: bool):
     def answer(call: tuple) -> wire.Reply | None:
         name = call[0]
         if closed.is_package(name):
-            return closed.answer(call, budget, graded=graded)
+            return closed.answer(call, budget, graded=graded, closed=closed.closed_in(box.package))
         if name not in references:
             return None
         try:
@@ -183,28 +183,6 @@ def fetch(box: Sandbox, name: str, references: dict | None = None):
     return answer.value
 
 
-SAFE_ERRORS = frozenset(
-    {
-        "ValueError",
-        "TypeError",
-        "IndexError",
-        "KeyError",
-        "ZeroDivisionError",
-        "OverflowError",
-        "FloatingPointError",
-        "RuntimeError",
-        "NotImplementedError",
-        "AttributeError",
-        "NameError",
-        "RecursionError",
-        "MemoryError",
-        "KeyboardInterrupt",
-        "AssertionError",
-        "LinAlgError",
-    }
-)
-
-
 def _masked(words: str) -> str:
     """A check's description without the numbers in it (a hidden test's inputs may be
     among them): '[…]' for a bracketed list, '…' for a number."""
@@ -226,10 +204,8 @@ def hidden_message(failure: BaseException) -> str:
     if isinstance(failure, StudentCodeError):
         text = str(failure)
         name = text.split(" ", 1)[0]
-        if " raised " in text:
-            kind = text.split(" raised ", 1)[1].split(":", 1)[0].strip()
-            kind = kind if kind in SAFE_ERRORS else "an exception"
-            return f"{name} raised {kind} in a hidden test"
+        if " raised " in text:  # not which: the student's code chooses the kind, and
+            return f"{name} raised an exception in a hidden test"  # could say the inputs
         if "ran longer than" in text or "interrupted" in text:
             return f"{name} ran past its time limit in a hidden test"
         return f"{name} could not be called in a hidden test"

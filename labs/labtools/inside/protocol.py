@@ -158,6 +158,12 @@ def to_plain(value, depth: int = 0, budget: list | None = None, *, results: bool
         if plain is int:
             return int.__index__(value)
         return str.__str__(value) if plain is str else bool(value)
+    if isinstance(value, numbers.Real):  # a Fraction, or any real number: its float
+        try:
+            number = float(value)
+        except Exception as err:  # noqa: BLE001 - the student's number would not say
+            raise NotPlainData(f"{describe(value)} that has no float value") from err
+        return to_plain(float.__float__(number), depth, budget)
     if isinstance(value, list | tuple):
         budget[0] -= len(value)
         if budget[0] < 0:
