@@ -231,4 +231,4 @@ def test_a_labs_last_cell_names_what_grading_refuses_or_holds(chromium, binder, 
     assert errors == []  # every visible check passes in the student's own kernel
     said = "".join(o["text"] or "" for o in cells[-1]["outputs"] if o["type"] == "stream")
     assert "ex2-code, line 1: imports scipy.linalg" in said, said
-    assert "ex2-code, line 4: calls P.lls, which this lab closes" in said, said
+    assert "ex2-code, line 4: uses P.lls, which this lab closes" in said, said
