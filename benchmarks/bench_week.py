@@ -57,7 +57,7 @@ def download(path: Path, students: int) -> str:
     with zipfile.ZipFile(path, "w") as zf:
         for k in range(students):
             user = 5000 + k
-            late = "_LATE" if k % 7 == 3 else "_late" if k == 10 else ""
+            late = "_late" if k == 10 else "_LATE" if k % 7 == 3 else ""
             text = released if k % 4 == 1 else solved
             zf.writestr(f"student{k:03d}{late}_{user}_{8000 + k}_{NB}", text)
             export.append(f'"Student {k:03d}, S.",{user},s{k},login{k},S1,')
