@@ -226,5 +226,9 @@ def answer(call: tuple, budget: wire.Budget, *, graded: bool, closed: frozenset[
 
 def warm_review(allow) -> None:
     """Compute, once, what the review of each notebook of this lab reads about the package
-    (its closed functions' fingerprints: :mod:`perceptrons.handin`)."""
-    handin._package_prints(handin.closed_functions(allow))
+    (its closed functions' fingerprints, together and one by one, and the names the
+    package exports: :mod:`perceptrons.handin`)."""
+    closed = handin.closed_functions(allow)
+    handin._package_prints(closed)
+    handin._closed_prints(closed)
+    handin._exports()

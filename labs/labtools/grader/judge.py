@@ -169,7 +169,8 @@ def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
     plan report (None if the child never planned), why the notebook is unreadable (or
     None), and {"cells": {index: entry}, "done": the final report or None, "stopped": why
     the child was stopped, or None, "failed": the grader's own traceback, or None,
-    "seconds": the wall-clock time, "peak": the child's peak memory in bytes}."""
+    "seconds": the wall-clock time from the child's start, "peak": the child's peak memory
+    in bytes}."""
     from labtools.grader.limits import Limits
 
     limits = Limits(**task.limits)
@@ -182,6 +183,7 @@ def judge(task: wire.Task) -> tuple[dict | None, str | None, dict]:
 
         allow = json.dumps(list(closed.lab_allow(task.source))).encode()
         with _new_child(b"g" + allow) as (conn, pid):
+            started = time.monotonic()  # (a warm parent started for it is the worker's time)
             try:
                 wire.write_frame(conn.fileno(), json.dumps({"grade": asdict(task)}).encode())
                 while True:
@@ -340,8 +342,8 @@ def _child(conn: socket.socket) -> None:
         send({"unreadable": why})
         return
     allow = closed.lab_allow(task.source)
-    warm = _WARM[0]
-    usable = warm is not None and warm.allow == allow and not task.cold
+    warm = _WARM.get(allow)
+    usable = warm is not None and not task.cold
     try:
         result = verdicts.evaluate(
             task.source,
@@ -361,51 +363,64 @@ def _child(conn: socket.socket) -> None:
     send({"done": done})
 
 
-_WARM: list = [None]  # the server's warm parent (labtools.grader.start.Zygote), while it has one
+# The server's warm parents (labtools.grader.start.Zygote), by the allow list of their lab
+# (each holds its lab's copy of the package), the most recently used last. Up to WARM_KEPT
+# are kept: two workers that take turns on the same labs would otherwise start a warm
+# parent (0.7 s) for most notebooks; each holds about 80 MB of its own.
+_WARM: dict[tuple[str, ...], object] = {}
+WARM_KEPT = 4
 _WARM_DEATHS = [0]
-WARM_GIVE_UP = 3  # after this many deaths of its warm parent, a server grades cold
+WARM_GIVE_UP = 3  # after this many deaths of its warm parents, a server grades cold
 _WARM_MISSING: list = [None]  # why this machine cannot start one (checked when it starts)
 
 
 def _warm_parent(allow: tuple[str, ...]) -> None:
-    """Have a warm parent for the lab whose allow list is ``allow`` (one at a time: the
-    queue gives a worker one lab's notebooks after another), unless this machine cannot or
-    it keeps dying. Its copy of the package, and the package's fingerprints that the review
-    of each notebook reads, are made here once, before the children fork."""
+    """Have a warm parent for the lab whose allow list is ``allow``, unless this machine
+    cannot or they keep dying. Its copy of the package, and the package's fingerprints that
+    the review of each notebook reads, are made here once, before the children fork."""
     from labtools.grader import closed, start
 
-    warm = _WARM[0]
-    if warm is not None and warm.alive() and warm.allow == allow:
-        return
-    if warm is not None:
-        if not warm.alive():
-            _WARM_DEATHS[0] += 1
-        warm.close()
-        _WARM[0] = None
-    package = closed.package_for(allow)
-    closed.warm_review(allow)
-    if _WARM_DEATHS[0] >= WARM_GIVE_UP or _WARM_MISSING[0] is not None:
-        return
-    warm = start.Zygote(package, worker_mpl_cache(None))
-    warm.allow = allow
-    if warm.ready():
-        _WARM[0] = warm
-    else:  # it died or hangs: this notebook (and the next, if it fails again) goes cold
-        warm.process.kill()
-        warm.close()
+    warm = _WARM.pop(allow, None)
+    if warm is not None and not warm.alive():
         _WARM_DEATHS[0] += 1
+        warm.close()
+        warm = None
+    if warm is None:
+        package = closed.package_for(allow)
+        closed.warm_review(allow)
+        if _WARM_DEATHS[0] >= WARM_GIVE_UP or _WARM_MISSING[0] is not None:
+            return
+        warm = start.Zygote(package, worker_mpl_cache(None))
+        warm.allow = allow
+        if not warm.ready():  # it died or hangs: this notebook (and the next, if it fails
+            warm.process.kill()  # again) goes cold
+            warm.close()
+            _WARM_DEATHS[0] += 1
+            return
+    _WARM[allow] = warm
+    while len(_WARM) > WARM_KEPT:  # the least recently used goes
+        _WARM.pop(next(iter(_WARM))).close()
+
+
+def nbformat_v4_notebook() -> dict:
+    """An empty notebook of the format every lab has."""
+    import nbformat
+
+    return nbformat.v4.new_notebook()
 
 
 def _warm_up() -> None:
     """Fill, once in the server, the caches every child would otherwise fill again: the
-    package's functions (what a lab closes) and the HTML cleaner's parser. Nothing here
-    comes from a student."""
+    package's functions (what a lab closes), the HTML cleaner's parser and nbformat's
+    validators. Nothing here comes from a student."""
     from labtools.grader import closed, render
     from perceptrons import handin
 
     handin.package_functions()
     closed.functions()
     render.written_html("*warm* `up`: [a link](https://example.org)")
+    # nbformat's schema validators, compiled on first use (70 ms a notebook in each child)
+    read_submission(json.dumps(nbformat_v4_notebook()))
 
 
 def _warm_up_pages() -> None:
