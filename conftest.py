@@ -61,10 +61,11 @@ SANDBOX_MODULES = {
 }
 # tests of a grading module that start no sandbox (nbgrader only): beside the grading
 OWN_GROUP = {
-    "tests/test_grading.py::test_student_versions_are_up_to_date": "release",
-    "tests/test_grading.py::test_a_lab_that_nbgrader_refuses_is_named_and_nothing_is_marked_done": (
-        "release"
-    ),
+    f"tests/grader/test_grading.py::{test}": "release"
+    for test in (
+        "test_student_versions_are_up_to_date",
+        "test_a_lab_that_nbgrader_refuses_is_named_and_nothing_is_marked_done",
+    )
 }
 
 
@@ -112,30 +113,30 @@ SECONDS = {
     # builds, a grading test saw a sandbox not answer within 5 s of its interrupt (a run of
     # 2026-11-24: the loops plant scored 0, the sleeper stopped for the wrong reason)
     "binder": 190,
-    "tests/test_grading.py": 165,
-    "tests/test_null_answers.py": 160,  # 221 before it graded without feedback files
-    "tests/test_dask_cli.py": 35,
+    "tests/grader/test_grading.py": 165,
+    "tests/labs/test_null_answers.py": 160,  # 221 before it graded without feedback files
+    "tests/grader/test_dask_cli.py": 35,
     # alone, 2026-11-27: 40 family notebooks graded (80 s) and the shortcuts' control (14 s)
-    "tests/test_answer_families.py": 100,
-    "tests/test_lab_sliders.py": 55,  # alone, 2026-11-27: every position of three sliders
-    "tests/test_grader_limits.py": 60,  # measured alone, 2026-11-27
-    "tests/test_perceptron.py": 38,
-    "tests/test_intake.py": 31,
-    "tests/test_instructor_runs.py": 60,
+    "tests/labs/test_answer_families.py": 100,
+    "tests/labs/test_lab_sliders.py": 55,  # alone, 2026-11-27: every position of three sliders
+    "tests/grader/test_grader_limits.py": 60,  # measured alone, 2026-11-27
+    "tests/package/test_perceptron.py": 38,
+    "tests/door/test_intake.py": 31,
+    "tests/run/test_instructor_runs.py": 60,
     # alone, 2026-11-27: grading one class (20-28 s) and 39 s of tests; its manual grading
     # test (about 20 s) was part of test_grading.py's 165 until then; 2026-12-01: + feedback
     # in a relative folder, `kill` of tasks.py formgrader, math and images (about 15 s)
-    "tests/test_formgrader.py": 80,
+    "tests/course/test_formgrader.py": 80,
     # alone, 2026-11-28: grading one small class (20-36 s) and 2 s of tests
-    "tests/test_platform_exports.py": 40,
+    "tests/out/test_platform_exports.py": 40,
     # alone, 2026-11-27: a PostgreSQL server made and removed, a class graded twice into it
     # while two formgrader servers take manual scores
-    "tests/test_shared_gradebook.py": 65,  # 41 to 91 s in five runs, as the load varied
+    "tests/course/test_shared_gradebook.py": 65,  # 41 to 91 s in five runs, as the load varied
     # alone, 2026-12-01: a course folder made (nbgrader, 18 s), a dozen small runs of
     # grade and export with the pool replaced, and one interrupted course set-up
-    "tests/test_door.py": 40,
+    "tests/door/test_door.py": 40,
     "release": 19,
-    "tests/test_wire.py": 13,
+    "tests/grader/test_wire.py": 13,
 }
 
 

@@ -355,9 +355,9 @@ def labtools_options():
 
 
 def check_grade_arguments(args: argparse.Namespace) -> None:
-    """What `grade` can check before anything is installed (labtools.layout is stdlib)."""
+    """What `grade` can check before anything is installed (labtools.door.layout is stdlib)."""
     sys.path.insert(0, str(ROOT / "labs"))
-    from labtools.layout import UsageError, check_arguments
+    from labtools.door.layout import UsageError, check_arguments
 
     try:
         check_arguments(args.submissions, args.course, args.labs, args.jobs)
@@ -424,7 +424,7 @@ def main(argv: list[str] | None = None) -> None:
             pdf(index.parent, book)
             print(f"\nThe book as one PDF: {book.relative_to(ROOT)}")
         elif job == "test":
-            # Binder's environment (tests/test_binder.py, test_jupyterlab.py) is mostly pip
+            # Binder's environment (tests/book/test_binder.py, test_jupyterlab.py) is mostly pip
             # waiting on downloads and disk: build it while .venv is set up and the tests start
             binder = None if args.quick else binder_in_background()
             setup("requirements-test.txt")

@@ -1,4 +1,5 @@
-"""Small Sphinx fixes for what a reader's browser shows; each was found by tests/test_browser.py.
+"""Small Sphinx fixes for what a reader's browser shows; each was found by
+tests/book/test_browser.py.
 
 Every fix names the upstream version it was written against and the upstream issue (or says
 that none was found), and ``setup`` checks those versions: after an upgrade the build stops
@@ -26,7 +27,7 @@ Remove a fix whose problem is gone upstream; otherwise update its version.
   widgets load files that tasks.py fetches first: `vendored_assets_are_there` stops it with
   a message that names `python3 tasks.py book`.
 
-Accessibility (WCAG 2.1 A/AA as axe-core checks it in tests/test_browser.py):
+Accessibility (WCAG 2.1 A/AA as axe-core checks it in tests/book/test_browser.py):
 
 - docutils marks each entry of the bibliography `role="doc-biblioentry"`, a role DPUB-ARIA
   1.1 deprecated (it is no list item, so the `role="list"` around the entries also "lacks

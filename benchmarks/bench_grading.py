@@ -26,8 +26,9 @@ import time
 from pathlib import Path
 
 import nbformat
-from labtools import course as courses
-from labtools import grade, layout
+from labtools import grade
+from labtools.course import folder as courses
+from labtools.door import layout
 from nbclient import NotebookClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

@@ -3,9 +3,9 @@
     PYTHONPATH=labs:tests .venv/bin/python benchmarks/bench_hostile.py [--dask] [--only NAME]
 
 Every planted submission of Lab 1 (tests/plants/lab1_perceptron) and the attacks of
-tests/test_grader_limits.py (Lab 6's wide taps, a 4 MB written answer, a 229 kB code cell
+tests/grader/test_grader_limits.py (Lab 6's wide taps, a 4 MB written answer, a 229 kB code cell
 with 60 added cells, a grader's test that runs LAPACK on the student's value), each graded
-on its own by ``labtools.worker.grade_task``, as a worker of a grading run does: in the
+on its own by ``labtools.grader.worker.grade_task``, as a worker of a grading run does: in the
 local process, or with ``--dask`` on a local dask cluster of two worker processes.
 
 Prints, per notebook: the wall-clock seconds, the limit it must stay within
@@ -29,10 +29,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "labs"), str(ROOT / "tests")]
 
-from labtools import judge, sandbox, wire  # noqa: E402
-from labtools.worker import assemble  # noqa: E402
+from labtools import wire  # noqa: E402
+from labtools.grader import judge  # noqa: E402
+from labtools.grader.limits import Limits  # noqa: E402
+from labtools.grader.worker import assemble  # noqa: E402
 
-LIMITS = sandbox.Limits(cell_seconds=10, notebook_seconds=30, output=8 * 2**20)
+LIMITS = Limits(cell_seconds=10, notebook_seconds=30, output=8 * 2**20)
 
 
 def lab1_plants(tmp: Path) -> dict[str, tuple[str, str]]:
@@ -94,7 +96,7 @@ def attacks() -> dict[str, tuple[str, str, dict | None]]:
 
 def grade_one(lab: str, text: str, source: dict | None) -> dict:
     """Grade one notebook as a worker does; what it cost."""
-    from labtools import render
+    from labtools.grader import render
 
     source = source or json.loads((ROOT / "labs/source" / lab / f"{lab}.ipynb").read_text())
     task = wire.Task("s", lab, source, text, asdict(LIMITS))

@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from labtools import layout, report
-from labtools import notebook as nbcells
+from labtools.door import layout
+from labtools.grader import notebook as nbcells
+from labtools.out import report
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _helpers import ROOT, class_folder, random_answer, renamed  # noqa: E402

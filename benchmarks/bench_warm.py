@@ -7,7 +7,7 @@ Correct submissions of every lab (the instructor's answers in the student versio
 in one run, one after the other, on this machine's cores:
 
 1. warm: ``labtools.grade.grade(..., jobs=2)``, each notebook a child of a worker's warm
-   parent (:mod:`labtools.zygote`; where that cannot run, the output says so and why);
+   parent (:mod:`labtools.inside.zygote`; where that cannot run, the output says so and why);
    then the same without feedback files (``grade --no-feedback``), what nbgrader's
    autograde also leaves out (its feedback is a separate step);
 2. cold: the same with ``cold=True``, a fresh bubblewrap sandbox per notebook;
@@ -17,7 +17,7 @@ in one run, one after the other, on this machine's cores:
    every lab beforehand, untimed), every lab in one nbgrader process; nbgrader runs
    notebooks one at a time, so it uses one of the cores;
 5. warm on a local dask cluster of two workers (one thread each), through
-   :func:`labtools.cluster.executor` as ``grade --scheduler`` uses it.
+   :func:`labtools.grader.cluster.executor` as ``grade --scheduler`` uses it.
 
 The course folders are made beforehand (as after a first run) and the cluster started
 beforehand: only grading (or execution) is timed. Grading includes what ``tasks.py grade``
@@ -49,17 +49,19 @@ import time
 from pathlib import Path
 
 import nbformat
-from labtools import cluster, grade, layout, sandbox
-from labtools import course as courses
-from labtools.record import read_row
+from labtools import grade
+from labtools.course import folder as courses
+from labtools.course.record import read_row
+from labtools.door import layout
+from labtools.grader import bwrap, cluster
 from nbclient import NotebookClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from bench_grading import plant as plant_paths  # noqa: E402  (this folder)
 
 JOBS = 2  # notebooks at once, for every path that can run more than one
-FELL_BACK = "the warm start did not answer"  # a row's note (labtools.sandbox.Sandbox)
-# the environment the grader gives a notebook (labtools.sandbox), for every kernel here
+FELL_BACK = "the warm start did not answer"  # a row's note (labtools.grader.sandbox.Sandbox)
+# the environment the grader gives a notebook (labtools.grader.sandbox), for every kernel here
 KERNEL_ENV = {
     "MPLBACKEND": "Agg",
     "OPENBLAS_NUM_THREADS": "1",
@@ -213,7 +215,7 @@ def main() -> None:
     for name, value in KERNEL_ENV.items():
         os.environ.setdefault(name, value)
     cores = os.cpu_count() or 1
-    warm_missing = sandbox.warm_available()
+    warm_missing = bwrap.warm_available()
     load_before = os.getloadavg()[0]  # the machine is shared: say how busy it was
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

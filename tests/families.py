@@ -1,6 +1,6 @@
 """The answer families of every lab: for each solution code cell (by grade id), shortcuts
 that must earn 0 on its exercise and correct alternatives, written another way, that must
-earn every point (graded by tests/test_answer_families.py).
+earn every point (graded by tests/labs/test_answer_families.py).
 
 A shortcut is an answer that gets the exercise's numbers without doing what it asks: a
 package function (public or private, also under another name bound before the call), the
@@ -964,7 +964,7 @@ LAB7 = {
 # the student's interpreter. Here nothing reads it: scipy and scikit-learn are not in the
 # sandbox (an import fails), a function the lab closes has no code there (its stand-in is
 # refused during a graded call), and what cannot be left out is held for the instructor
-# (tests/test_answer_families.py counts a held exercise as earning nothing automatically).
+# (tests/labs/test_answer_families.py counts a held exercise as earning nothing automatically).
 LAB6["ex2-code"]["shortcuts"].update(
     _cells(
         dgelss_object_array="""

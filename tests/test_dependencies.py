@@ -13,10 +13,10 @@ CODE = [
     *(ROOT / "src").rglob("*.py"),
     *(ROOT / "tools").glob("*.py"),
     *(ROOT / "_ext").glob("*.py"),
-    *(ROOT / "tests").glob("*.py"),
+    *(p for p in (ROOT / "tests").rglob("*.py") if "plants" not in p.parts),
     *(ROOT / "benchmarks").glob("*.py"),
     ROOT / "tasks.py",
-    *(ROOT / "labs" / "labtools").glob("*.py"),
+    *(ROOT / "labs" / "labtools").rglob("*.py"),
 ]
 
 

@@ -5,6 +5,7 @@ declared once, so that ``tasks.py`` and ``python -m labtools`` accept the same o
 import argparse
 import ast
 import importlib
+import re
 import sys
 
 import pytest
@@ -13,26 +14,47 @@ from _helpers import ROOT
 import tasks
 
 PACKAGE = ROOT / "labs" / "labtools"
-MODULES = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
+# every module, by its dotted name under labtools ("grade", "inside.agent"); a package's
+# __init__.py holds its docstring only
+MODULES = sorted(
+    ".".join(p.relative_to(PACKAGE).with_suffix("").parts)
+    for p in PACKAGE.rglob("*.py")
+    if p.stem != "__init__"
+)
+NAMED = re.compile(r"labtools(\.\w+)+(:\w+)?")  # a module named in a string: "-m labtools.x"
+
+
+def path_of(module: str):
+    return PACKAGE.joinpath(*module.split(".")).with_suffix(".py")
+
+
+def module_of(dotted: str) -> str | None:
+    """The labtools module that ``dotted`` (labtools.a.b.name) names or is in, or None."""
+    parts = dotted.split(".")
+    if parts[0] != "labtools":
+        return None
+    for end in range(len(parts), 1, -1):
+        if (name := ".".join(parts[1:end])) in MODULES:
+            return name
+    return None
 
 
 def imports_of(module: str) -> set[str]:
-    """The labtools modules that ``module`` imports, anywhere in its source."""
-    tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+    """The labtools modules that ``module`` imports, anywhere in its source (and those a
+    string names whole, as ``python -m labtools.x`` or a task "labtools.x:function")."""
+    tree = ast.parse(path_of(module).read_text())
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module]
-            if node.module == "labtools":  # from labtools import a, b: modules by name
-                names = [f"labtools.{alias.name}" for alias in node.names]
+            # from labtools.a import b: the module labtools.a.b if there is one, else labtools.a
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names = [node.value.partition(":")[0]] if NAMED.fullmatch(node.value) else []
         else:
             continue
-        for name in names:
-            parts = name.split(".")
-            if parts[0] == "labtools" and len(parts) > 1 and parts[1] in MODULES:
-                found.add(parts[1])
+        found |= {name for name in map(module_of, names) if name}
     return found - {module}
 
 
@@ -66,8 +88,72 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_no_labtools_module_imports_itself_back():
     graph = {module: imports_of(module) for module in MODULES}
-    assert graph["release"] == {"course", "layout"}  # release and grade did
+    assert graph["course.release"] == {"course.folder", "door.layout"}  # release and grade did
     assert cycle(graph) is None, " -> ".join(cycle(graph))
+
+
+# --- the rooms (issue 42): labtools in the order of a submission's path -------------------
+
+# A module imports only modules of its own room and of the rooms before it (lazy imports and
+# modules a string names count too). The top level holds two: "shared", what every room
+# uses, and "run", which goes through them all. docs/architecture.md has a table per room.
+ORDER = ("inside", "shared", "door", "grader", "course", "out", "run")
+TOP = {"wire": "shared", "options": "shared", "children": "shared"}
+TOP |= {"grade": "run", "schedule": "run", "__main__": "run"}
+
+
+def room_of(module: str) -> str:
+    """The room of a module: its folder, or at the top level its word in :data:`TOP`."""
+    folder, _, rest = module.partition(".")
+    return folder if rest else TOP[module]
+
+
+def backward(graph: dict[str, set[str]]) -> list[str]:
+    """Each import in ``graph`` of a module of a later room, as "a -> b"."""
+
+    def rank(module):
+        return ORDER.index(room_of(module))
+
+    return sorted(f"{a} -> {b}" for a in graph for b in graph[a] if rank(b) > rank(a))
+
+
+def test_the_order_check_finds_an_import_of_a_later_room():
+    graph = {"door.intake": {"course.late", "door.layout"}, "door.layout": {"wire"}}
+    graph |= {"course.late": {"door.timestamps"}, "door.timestamps": set(), "wire": set()}
+    assert backward(graph) == ["door.intake -> course.late"]
+    assert backward({"grade": {"out.export"}, "out.export": {"course.record"}}) == []
+
+
+def test_every_module_is_in_a_room_whose_package_says_what_it_does():
+    assert {p.parent.name for p in PACKAGE.glob("*/*.py")} == set(ORDER) - {"shared", "run"}
+    assert {m for m in MODULES if "." not in m} == set(TOP), "a new top-level module: a room"
+    for init in [PACKAGE / "__init__.py", *PACKAGE.glob("*/__init__.py")]:
+        (body,) = ast.parse(init.read_text()).body  # its docstring only: tasks.py imports
+        assert isinstance(body.value.value, str), init  # labtools and labtools.door
+
+
+def test_no_module_imports_a_later_room_and_inside_nothing_outside_itself():
+    graph = {module: imports_of(module) for module in MODULES}
+    assert backward(graph) == []
+    assert graph["door.intake"] >= {"door.parse", "door.timestamps", "door.layout", "wire"}
+    outside = {m: graph[m] for m in MODULES if m.startswith("inside.")}
+    assert all(t.startswith("inside.") for targets in outside.values() for t in targets), outside
+
+
+def test_the_architecture_page_has_a_table_per_room_of_exactly_its_modules():
+    """docs/architecture.md follows the folders: a table headed by each room's folder
+    (### `labs/labtools/door/`: ...) lists its modules, one a row, and no other."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    tables = {}
+    for section in re.split(r"^### ", text, flags=re.M)[1:]:
+        if heading := re.match(r"`labs/labtools/(\w*)/?`", section):
+            rows = re.findall(r"^\| `(\w+\.py)` \|", section, re.M)
+            tables[heading[1] or "top"] = sorted(rows)
+    on_disk = {}
+    for room in ("top", *set(ORDER) - {"shared", "run"}):
+        folder = PACKAGE if room == "top" else PACKAGE / room
+        on_disk[room] = sorted(p.name for p in folder.glob("*.py") if p.stem != "__init__")
+    assert tables == on_disk
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -76,7 +162,7 @@ def test_every_labtools_module_imports(module):
 
 
 def test_the_options_tasks_py_needs_first_are_standard_library():
-    for module in ("layout", "options"):
+    for module in ("door.layout", "options"):
         assert imports_of(module) == set(), module  # tasks.py reads them before any install
 
 
@@ -151,14 +237,14 @@ def test_a_database_password_is_never_shown(url, shown):
 
 
 def test_a_db_that_is_not_postgresql_and_a_server_that_fails_are_one_line():
-    from labtools import course
-    from labtools.layout import UsageError
+    from labtools.course import folder
+    from labtools.door.layout import UsageError
 
     with pytest.raises(UsageError, match="SQLite is the default"):
-        course.check_db_url("sqlite:///gradebook.db")
+        folder.check_db_url("sqlite:///gradebook.db")
     with pytest.raises(UsageError, match=r"PostgreSQL URL.*mysql://u:\*\*\*@h/d"):
-        course.check_db_url("mysql://u:pw@h/d")
-    course.check_db_url("postgresql://u@h/d")
+        folder.check_db_url("mysql://u:pw@h/d")
+    folder.check_db_url("postgresql://u@h/d")
     url = "postgresql://grader:s3cret@db/gb"
     said = {
         'FATAL:  database "gb" does not exist': "does not exist: create it",
@@ -166,7 +252,7 @@ def test_a_db_that_is_not_postgresql_and_a_server_that_fails_are_one_line():
         "Connection refused\n\tIs the server running": "no PostgreSQL server answers",
     }
     for text, expected in said.items():
-        line = course.server_problem(url, RuntimeError(text + " (s3cret)"))
+        line = folder.server_problem(url, RuntimeError(text + " (s3cret)"))
         assert expected in line and "grader:***@db/gb" in line and "s3cret" not in line
         assert "\n" not in line
 
@@ -175,20 +261,33 @@ def test_a_db_that_is_not_postgresql_and_a_server_that_fails_are_one_line():
 
 # the modules of the sandbox's side: what they write is their own scratch (a sandbox's /tmp,
 # matplotlib's cache), never a path of the course folder, which no worker or sandbox is given
-SANDBOX_SIDE = {"agent", "zygote", "sandbox", "judge", "seccomp", "reach", "forbid", "verdicts"}
+SANDBOX_SIDE = {m for m in MODULES if m.startswith("inside.")} | {
+    "grader.sandbox",  # and the modules it is made of:
+    "grader.bwrap",
+    "grader.memory",
+    "grader.start",
+    "grader.judge",
+    "grader.verdicts",
+}
 # (module, function, call) -> why it may write directly; anything else goes through
-# labtools.layout.whole (a temporary file beside the target, renamed over it once complete)
+# labtools.door.layout.whole (a temporary file beside the target, renamed over it once complete)
 WRITES_ALLOWED = {
-    ("layout", "whole", "os.open"): "the one writer: a temporary file beside the target",
-    ("layout", "whole", "os.fdopen"): "the same file, then renamed over the target",
-    ("course", "locked", "os.open"): "the lock file, which holds the holder's pid only",
-    ("course", "copy_folder", "shutil.copytree"): "a folder copied beside its place, renamed",
-    ("platforms", "_moodle", "zipfile.ZipFile"): "the zip written into layout.whole's file",
-    ("platforms", "canvas_feedback", "zipfile.ZipFile"): "the zip written into layout.whole's file",
-    ("formgrader", "start", "open"): "formgrader's log, appended by the server it starts",
-    ("intake", "extract", "open"): "a zip's notebooks, into the run's scratch folder",
-    ("release", "generate", "write_text"): "labs/release of the repository, no course folder",
-    ("closed", "build", "write_text"): "a lab's copy of the package, in a folder of its own",
+    ("door.layout", "whole", "os.open"): "the one writer: a temporary file beside the target",
+    ("door.layout", "whole", "os.fdopen"): "the same file, then renamed over the target",
+    ("course.folder", "locked", "os.open"): "the lock file, which holds the holder's pid only",
+    ("course.folder", "copy_folder", "shutil.copytree"): (
+        "a folder copied beside its place, renamed"
+    ),
+    ("out.platforms", "_moodle", "zipfile.ZipFile"): "the zip written into layout.whole's file",
+    ("out.platforms", "canvas_feedback", "zipfile.ZipFile"): (
+        "the zip written into layout.whole's file"
+    ),
+    ("course.formgrader", "start", "open"): "formgrader's log, appended by the server it starts",
+    ("door.intake", "extract", "open"): "a zip's notebooks, into the run's scratch folder",
+    ("course.release", "generate", "write_text"): (
+        "labs/release of the repository, no course folder"
+    ),
+    ("grader.closed", "build", "write_text"): "a lab's copy of the package, in a folder of its own",
 }
 WRITE_MODES = set("wax+")
 WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT")
@@ -225,7 +324,7 @@ def writes_of(module: str) -> set[tuple[str, str, str]]:
                     found.add((module, inside, call))
             visit(child, inside)
 
-    visit(ast.parse((PACKAGE / f"{module}.py").read_text()), "")
+    visit(ast.parse(path_of(module).read_text()), "")
     return found
 
 
@@ -250,7 +349,7 @@ def test_the_write_finder_finds_each_kind_of_write(tmp_path, monkeypatch):
 def test_no_module_writes_a_course_folders_file_but_through_layout_whole():
     """Round 5, finding 14: ``grades.csv`` was written with ``open(path, "w")`` and a full
     disk left half of it. Every write of the instructor's tools is listed here with why it
-    may be direct; every other goes through ``labtools.layout.whole``."""
+    may be direct; every other goes through ``labtools.door.layout.whole``."""
     found = set().union(*(writes_of(m) for m in MODULES if m not in SANDBOX_SIDE))
     assert found == set(WRITES_ALLOWED), found ^ set(WRITES_ALLOWED)
 

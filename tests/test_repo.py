@@ -217,6 +217,9 @@ def test_the_test_command_builds_binders_environment_beside_the_setup(monkeypatc
 
     monkeypatch.setattr(tasks, "binder_in_background", lambda: calls.append("binder") or Build())
     monkeypatch.setattr(tasks, "setup", lambda reqs: calls.append(reqs))
+    # not the real one: with `run` replaced it would empty .venv-sandbox whenever its
+    # requirements changed (venv's clear) and mark it installed
+    monkeypatch.setattr(tasks, "setup_sandbox", lambda: None)
     monkeypatch.setattr(tasks, "run", lambda *cmd, **kw: calls.append(Path(cmd[0]).name))
     tasks.main(["test", "--quick"] if quick else ["test"])
     if quick:

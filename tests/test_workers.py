@@ -17,21 +17,22 @@ def root_conftest():
 
 def test_groups_keep_together_what_shares_a_build_a_kernel_or_an_environment():
     group = root_conftest().group
-    assert group("tests/test_book.py::test_x") == group("tests/test_browser.py::test_y[a]")
-    assert group("tests/test_binder.py::t") == group("tests/test_jupyterlab.py::t[b]")
+    assert group("tests/book/test_book.py::x") == group("tests/book/test_browser.py::y[a]")
+    assert group("tests/book/test_binder.py::t") == group("tests/book/test_jupyterlab.py::t[b]")
     assert group("book/02_perceptron.ipynb::Cell 3") == "book/02_perceptron.ipynb"
     assert group("book/02_perceptron.ipynb::Cell 3") != group("book/03_convergence.ipynb::Cell 0")
     grading = {group(f"tests/{m}::t") for m in root_conftest().SANDBOX_MODULES}
     assert len(grading) == 11  # may run at the same time, under the sandbox lock
-    assert group("tests/test_grading.py::test_student_versions_are_up_to_date") == "release"
+    assert group("tests/grader/test_grading.py::test_student_versions_are_up_to_date") == "release"
 
 
 def test_the_longest_groups_are_handed_out_first():
     conftest = root_conftest()
     named = sorted(conftest.SECONDS, key=lambda g: -conftest.SECONDS[g])
     # binder second: no grading group starts alongside the book builds (see SECONDS)
-    assert named[:4] == ["book", "binder", "tests/test_grading.py", "tests/test_null_answers.py"]
-    assert conftest.seconds("tests/test_plotting.py", 4) < conftest.seconds("release", 2)
+    grading = ["tests/grader/test_grading.py", "tests/labs/test_null_answers.py"]
+    assert named[:4] == ["book", "binder", *grading]
+    assert conftest.seconds("tests/package/test_plotting.py", 4) < conftest.seconds("release", 2)
 
 
 def test_the_sandbox_lock_lets_tests_share_and_the_count_wait_for_them(tmp_path):

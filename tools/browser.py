@@ -1,6 +1,6 @@
 """Look at the built website the way a reader does: in a headless Chromium, offline.
 
-Used by tests/test_browser.py and by `python3 tasks.py screenshots` / `python3 tasks.py pdf`.
+Used by tests/book/test_browser.py and by `python3 tasks.py screenshots` / `python3 tasks.py pdf`.
 Only the standard library: tasks.py imports this before the virtual environment exists.
 `playwright_chromium` (pointer, keyboard, live DOM) imports Playwright when it is called.
 

@@ -1,5 +1,5 @@
 """Drive JupyterLab the way a student does: start it, open a notebook in Chromium, Run All,
-read what the page shows, move a slider. Used by tests/test_jupyterlab.py and
+read what the page shows, move a slider. Used by tests/book/test_jupyterlab.py and
 benchmarks/bench_jupyterlab.py (Playwright is imported by the functions that use it).
 
     with JupyterLab(binder_env.build().bin) as lab, browser.playwright_chromium() as chromium:

@@ -8,7 +8,7 @@ The book's pages load MathJax (math) and the ipywidgets HTML manager with Requir
 registry, checked against the integrity hash pinned below, and only the files the pages
 load are copied into `_assets/vendor/`, which the site publishes as `_static/vendor/`; and
 `_config.yml` points at (`mathjax_path`, `nb_ipywidgets_js`). The browser test
-(tests/test_browser.py) fails if a page asks for a file that is missing here.
+(tests/book/test_browser.py) fails if a page asks for a file that is missing here.
 
 The browser test also needs one library the site must not publish: axe-core, the
 accessibility checker it runs on every page. `axe_core()` fetches it the same way, pinned

@@ -1,27 +1,28 @@
-"""Instructor tools for the labs, one module per job.
+"""Instructor tools for the labs, in rooms that follow a submission's path.
 
-- :mod:`labtools.release`: the student versions, generated from the sources by nbgrader;
-- :mod:`labtools.grade`: one grading run of a class into a course folder, step by step:
-  - :mod:`labtools.course`: the course folder (nbgrader's course, its gradebook);
-  - :mod:`labtools.intake` and :mod:`labtools.layout`: the submissions (folders, zips,
-    Canvas and Moodle downloads);
-  - :mod:`labtools.schedule`: the notebooks on workers (the local pool, or a dask
-    cluster's: :mod:`labtools.cluster`);
-  - :mod:`labtools.worker`: one notebook graded in a worker;
-  - :mod:`labtools.record`: each outcome into the course folder and the gradebook;
-  - :mod:`labtools.feedback` and :mod:`labtools.export`: feedback files, grade tables;
-  - :mod:`labtools.late`: the course's late policy, the submission times, the deduction;
-- :mod:`labtools.verdicts`: grading one notebook, every verdict outside the student's reach;
-- :mod:`labtools.render`: the notebook as graded, written answers cleaned;
-- :mod:`labtools.sandbox` and :mod:`labtools.inside`: where the student's code runs (the
-  only labtools in the sandbox is ``inside``); :mod:`labtools.closed`: what a lab closes;
-  :mod:`labtools.review`: answers held for the instructor's review;
-- :mod:`labtools.wire`: every message, typed: what may cross from the student's side
-  (plain data only), the requests and answers, a worker's task and outcome, a row's status;
-- :mod:`labtools.notebook`: which cells are graded, taken from the lab's source;
-- :mod:`labtools.formgrader`: nbgrader's formgrader on the course folder, for manual marks;
-- :mod:`labtools.options`: the commands' options (shared with ``tasks.py``).
+- :mod:`labtools.door`: what students and platforms hand over (downloads, zips, notebooks,
+  times, the platforms' tables), read into checked values; ``layout`` there says where
+  things are, standard library only (``tasks.py`` reads it before anything is installed);
+- :mod:`labtools.inside`: the only labtools in the sandbox, beside the student's code and
+  untrusted once it runs (the warm parent, the agent, the protocol, the seccomp filter);
+- :mod:`labtools.grader`: the grader's side of one notebook (the sandbox it starts, the
+  verdicts, the judge under limits, the worker), every verdict outside the student's reach;
+- :mod:`labtools.course`: the course: its labs released, and the course folder that keeps
+  what was graded (the one writer during a run, the gradebook, the late policy, the
+  answers held for review, formgrader);
+- :mod:`labtools.out`: what goes back to students, platforms and the instructor (feedback,
+  grade tables, Canvas's and Moodle's files, the class report).
 
-Command line: ``python -m labtools {release,grade,export,feedback,formgrader} --help``
-(``python3 tasks.py`` runs these in the project's environment).
+Beside them, at the top: what every room shares, :mod:`labtools.wire` (every message,
+typed), :mod:`labtools.options` (the commands' options, shared with ``tasks.py``) and
+:mod:`labtools.children` (the processes the commands start); and the run that goes through
+the rooms, :mod:`labtools.grade` (one grading run, step by step), :mod:`labtools.schedule`
+(its notebooks on workers, each outcome recorded as it comes) and ``__main__`` (the
+commands).
+
+A module imports only its own room, the rooms before it and what they share; ``inside``
+imports nothing of labtools outside itself (``tests/test_labtools_modules.py``).
+
+Command line: ``python -m labtools {release,grade,export,feedback,formgrader,report,review}
+--help`` (``python3 tasks.py`` runs these in the project's environment).
 """

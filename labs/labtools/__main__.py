@@ -10,16 +10,16 @@ import sys
 from pathlib import Path
 
 from labtools import options
-from labtools.layout import UsageError
+from labtools.door.layout import UsageError
 
 
 def limits_from(args):
     """The grading limits of the command line: the defaults of
-    :class:`labtools.sandbox.Limits`, then --cell-timeout and --memory-gb, then each
+    :class:`labtools.grader.limits.Limits`, then --cell-timeout and --memory-gb, then each
     ``--limit NAME=VALUE``."""
     import dataclasses
 
-    from labtools.sandbox import Limits
+    from labtools.grader.limits import Limits
 
     fields = {f.name: f for f in dataclasses.fields(Limits)}
     chosen = {"cell_seconds": args.cell_timeout, "memory": int(args.memory_gb * 2**30)}
@@ -43,14 +43,15 @@ def limits_from(args):
 
 def _grade(args) -> None:
     from labtools import grade
-    from labtools.record import STALE
+    from labtools.course.record import STALE
     from labtools.wire import NAME, TEXT, capped
 
     limits = limits_from(args)
     with contextlib.ExitStack() as stack:
         executor = None
-        if args.scheduler:  # a dask cluster's workers (labtools.cluster), checked first
-            from labtools import cluster, layout
+        if args.scheduler:  # a dask cluster's workers (labtools.grader.cluster), checked first
+            from labtools.door import layout
+            from labtools.grader import cluster
 
             layout.check_arguments(args.submissions, args.course, args.labs, args.jobs)
             executor = stack.enter_context(cluster.executor(args.scheduler, unsafe=args.unsafe))
@@ -68,7 +69,7 @@ def _grade(args) -> None:
             feedback=args.feedback,
             db=args.db,
         )
-    from labtools.intake import shown
+    from labtools.door.intake import shown
 
     names = summary.get("student names") or summary.get("names") or {}
 
@@ -134,7 +135,7 @@ def _grade(args) -> None:
 
 def week(found) -> None:
     """Print what an export found that the instructor should know (notes) and what is not
-    final yet (:attr:`labtools.export.Exported.pending`), each with what finishes it."""
+    final yet (:attr:`labtools.out.export.Exported.pending`), each with what finishes it."""
     from labtools.wire import capped
 
     for line in getattr(found, "notes", []):
@@ -149,9 +150,9 @@ def week(found) -> None:
 
 
 def _export(args) -> None:
-    from labtools import course as courses
-    from labtools import layout
-    from labtools.export import export
+    from labtools.course import folder as courses
+    from labtools.door import layout
+    from labtools.out.export import export
 
     if args.column and not args.canvas:
         raise UsageError("--column goes with --canvas GRADEBOOK_EXPORT.csv")
@@ -183,7 +184,7 @@ def _export(args) -> None:
     with courses.locked(course, "export"):  # not while a run writes the gradebook
         courses.use_gradebook(course, args.db)
         if args.canvas or args.moodle:  # (each writes the tables first, as the export below)
-            from labtools import platforms
+            from labtools.out import platforms
 
             if args.canvas:
                 written = platforms.canvas(course, args.canvas, args.column, final=args.final)
@@ -204,16 +205,16 @@ def _export(args) -> None:
 
 
 def _feedback(args) -> None:
-    from labtools import course as courses
-    from labtools import layout
-    from labtools.feedback import generate_feedback
+    from labtools.course import folder as courses
+    from labtools.door import layout
+    from labtools.out.feedback import generate_feedback
 
     course = Path(args.course)
     layout.existing_course(course)
     with courses.locked(course, "feedback"):  # not while a run writes the gradebook
         courses.use_gradebook(course, args.db)
         courses.check_gradebook(course)
-        from labtools import export
+        from labtools.out import export
 
         # each page shows the score after the late deduction, as the policy has it now
         export.into_gradebook(course, export.collect(course))
@@ -223,9 +224,9 @@ def _feedback(args) -> None:
 
 
 def _report(args) -> None:
-    from labtools import course as courses
-    from labtools import layout
-    from labtools.report import write_report
+    from labtools.course import folder as courses
+    from labtools.door import layout
+    from labtools.out.report import write_report
 
     course = Path(args.course)
     layout.existing_course(course)
@@ -234,8 +235,9 @@ def _report(args) -> None:
 
 
 def _review(args) -> None:
-    from labtools import course as courses
-    from labtools import layout, review
+    from labtools.course import folder as courses
+    from labtools.course import review
+    from labtools.door import layout
 
     course = Path(args.course)
     layout.existing_course(course)
@@ -245,17 +247,18 @@ def _review(args) -> None:
 
 
 def _release(args) -> None:
-    from labtools import release
+    from labtools.course import release
 
     print("student versions written to", release.generate())
 
 
 def _formgrader(args) -> None:
-    from labtools import course, formgrader, layout
+    from labtools.course import folder, formgrader
+    from labtools.door import layout
 
     layout.existing_course(Path(args.course))
-    course.use_gradebook(Path(args.course), args.db)
-    course.check_gradebook(Path(args.course))
+    folder.use_gradebook(Path(args.course), args.db)
+    folder.check_gradebook(Path(args.course))
     formgrader.serve(Path(args.course), port=args.port)
 
 
@@ -317,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:
         if not (gradebook_error(err) and getattr(args, "course", None)):
             raise
-        from labtools.course import gradebook_problem
+        from labtools.course.folder import gradebook_problem
 
         print(f"error: {gradebook_problem(Path(args.course), err)}", file=sys.stderr)
         return 2

@@ -7,7 +7,7 @@ stops its children before it lets go of the course folder's lock.
   dies, however the parent ends: ``kill -9``, the OOM killer); :func:`run` waits for it,
   and on any way out (an error, Control-C, ``SIGTERM``) kills its whole group and waits
   for it before it lets the exception go on.
-- :func:`fork`: a child of this process running a Python function (:mod:`labtools.door`),
+- :func:`fork`: a child of this process running a Python function (:mod:`labtools.door.parse`),
   set up the same way.
 - :func:`die_with_parent`: the same for a process that starts itself (the pool's workers).
 - :func:`stop_on_sigterm`: ``SIGTERM`` handled as ``SIGINT`` (a ``KeyboardInterrupt``),

@@ -4,15 +4,15 @@
 
 :func:`grade` is one run, and each step has its module:
 
-1. the course folder, made or brought up to date (:mod:`labtools.course`);
+1. the course folder, made or brought up to date (:mod:`labtools.course.folder`);
 2. the submissions, read from a folder, a zip or a Canvas or Moodle download
-   (:mod:`labtools.intake`, :mod:`labtools.layout`); a notebook graded before is skipped
-   unless ``regrade``;
+   (:mod:`labtools.door.intake`, :mod:`labtools.door.layout`); a notebook graded before is
+   skipped unless ``regrade``;
 3. the rest graded on workers (:mod:`labtools.schedule`: the local pool or a dask cluster's
-   executor, :mod:`labtools.cluster`), each notebook by :func:`labtools.worker.grade_task`;
-   each outcome recorded as it comes (:mod:`labtools.record`), feedback written
-   (:mod:`labtools.feedback`);
-4. the grade tables exported (:mod:`labtools.export`).
+   executor, :mod:`labtools.grader.cluster`), each notebook by
+   :func:`labtools.grader.worker.grade_task`; each outcome recorded as it comes
+   (:mod:`labtools.course.record`), feedback written (:mod:`labtools.out.feedback`);
+4. the grade tables exported (:mod:`labtools.out.export`).
 
 The messages between these steps are the dataclasses of :mod:`labtools.wire`.
 """
@@ -28,12 +28,15 @@ import json
 import tempfile
 from pathlib import Path
 
-from labtools import course as courses
-from labtools import door, intake, late, layout, notebook, schedule
-from labtools.export import export
-from labtools.layout import UsageError
-from labtools.record import STALE, read_row
-from labtools.sandbox import Limits
+from labtools import schedule
+from labtools.course import folder as courses
+from labtools.course import late
+from labtools.course.record import STALE, read_row
+from labtools.door import intake, layout, parse
+from labtools.door.layout import UsageError
+from labtools.grader import notebook
+from labtools.grader.limits import Limits
+from labtools.out.export import export
 from labtools.wire import TEXT, Status, capped
 
 #: rows that a run lost (a worker killed, a cluster gone): the next run grades them again
@@ -62,33 +65,33 @@ def grade(
     what the intake reports.
 
     submissions : a folder or zip: ``[submitted/]<student>/<lab>/<lab>.ipynb``, or a Canvas
-        or Moodle download (see :mod:`labtools.intake`; the summary lists what it could
+        or Moodle download (see :mod:`labtools.door.intake`; the summary lists what it could
         not place under "not placed")
     course : the course folder, made on the first run and reused after
-        (:mod:`labtools.course`)
+        (:mod:`labtools.course.folder`)
     labs : only these labs (default: all)
     students : only these students (default: all)
     jobs : notebooks graded at once (default: the number of cores); ignored with executor
     regrade : grade again notebooks that already have a result (manual scores stay)
     unsafe : run student code without the sandbox (refused otherwise when it is missing)
     cold : start each notebook in a fresh sandbox (default: a child of each worker's warm
-        parent, :mod:`labtools.zygote`, where the grader runs as root)
+        parent, :mod:`labtools.inside.zygote`, where the grader runs as root)
     executor : any concurrent.futures.Executor (e.g. a dask ``Client.get_executor()``); its
         workers need the sandbox, this machine does not (a worker without it fails each
-        notebook; :mod:`labtools.cluster` checks a dask cluster's workers first)
+        notebook; :mod:`labtools.grader.cluster` checks a dask cluster's workers first)
     feedback : write each graded notebook's feedback file (else later, with
-        :func:`labtools.feedback.generate_feedback`: ``python -m labtools feedback``)
+        :func:`labtools.out.feedback.generate_feedback`: ``python -m labtools feedback``)
     db : the URL of a PostgreSQL database to keep the gradebook in, remembered by the
-        course folder (:func:`labtools.course.use_gradebook`; default: the one it
+        course folder (:func:`labtools.course.folder.use_gradebook`; default: the one it
         remembers, else SQLite in it)
     """
-    from labtools import sandbox
+    from labtools.grader import bwrap
 
     layout.check_arguments(str(submissions), str(course), labs, jobs)
     if db is not None:
         courses.check_db_url(db)
     course, submissions = Path(course).resolve(), Path(submissions).resolve()
-    missing = sandbox.available() if executor is None else None  # else: where it runs
+    missing = bwrap.available() if executor is None else None  # else: where it runs
     if missing and not unsafe:
         raise UsageError(
             f"the sandbox cannot run here: {missing}. Grading without it runs every "
@@ -186,7 +189,7 @@ def rewrite_pages(course: Path, changed: list[tuple[str, str]]) -> None:
     and said (``python -m labtools feedback`` writes it again)."""
     import sys
 
-    from labtools.feedback import write_limited
+    from labtools.out.feedback import write_limited
 
     for student, lab in changed:
         if not (course / "feedback" / student / lab / f"{lab}.html").exists():
@@ -227,7 +230,7 @@ def chosen(taken, submissions: Path, labs: list[str], students: list[str] | None
 
 
 def admit(course: Path, todo: list) -> list:
-    """The door for the notebooks a run grades (:func:`labtools.door.notebook`, in a
+    """The door for the notebooks a run grades (:func:`labtools.door.parse.notebook`, in a
     child under limits): each one's data becomes the door's canonical text, or its row a
     refusal that names the file and what to do (another lab's notebook too:
     :func:`other_lab`). ``todo``: [(submission, digest, bytes)], returned as that."""
@@ -240,7 +243,7 @@ def admit(course: Path, todo: list) -> list:
     chosen = [k for k, (sub, _, data) in enumerate(todo) if not sub.refused and data is not None]
     jobs = [
         functools.partial(
-            door.notebook,
+            parse.notebook,
             todo[k][2],
             f"{todo[k][0].lab}.ipynb",
             functools.partial(other_lab, lab=todo[k][0].lab, locked=locked),
@@ -249,7 +252,7 @@ def admit(course: Path, todo: list) -> list:
     ]
     names = [f"{todo[k][0].lab}.ipynb" for k in chosen]
     admitted = list(todo)
-    for k, let in zip(chosen, door.read(jobs, names, door.SAVE), strict=True):
+    for k, let in zip(chosen, parse.read(jobs, names, parse.SAVE), strict=True):
         sub, digest, _ = todo[k]
         if let.refused is not None:
             sub.refused = let.refused.status

@@ -45,7 +45,7 @@ DB_JOBS = ("grade", "export", "feedback", "formgrader", "report", "review")
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
     """``--db URL``: the gradebook on a PostgreSQL server that several graders share
-    (labtools.course.use_gradebook); without it, the one the course folder remembers, else
+    (labtools.course.folder.use_gradebook); without it, the one the course folder remembers, else
     SQLite in the course folder."""
     parser.add_argument(
         "--db",
@@ -88,7 +88,7 @@ def shown(argv: list[str]) -> list[str]:
 
 
 def add_grade_options(grade: argparse.ArgumentParser) -> None:
-    """The options of ``grade`` (the grading limits: :class:`labtools.sandbox.Limits`)."""
+    """The options of ``grade`` (the grading limits: :class:`labtools.grader.limits.Limits`)."""
     grade.add_argument(
         "submissions",
         help="[submitted/]<student>/<lab>/<lab>.ipynb, a zip, or a Canvas or Moodle download",
@@ -123,7 +123,7 @@ def add_grade_options(grade: argparse.ArgumentParser) -> None:
         action="append",
         metavar="NAME=VALUE",
         help="set one grading limit, e.g. notebook_seconds=900 (repeatable; the names and "
-        "defaults: labtools.sandbox.Limits and the instructor guide)",
+        "defaults: labtools.grader.limits.Limits and the instructor guide)",
     )
     grade.add_argument(
         "--scheduler",
@@ -134,7 +134,7 @@ def add_grade_options(grade: argparse.ArgumentParser) -> None:
 
 def add_export_options(export: argparse.ArgumentParser) -> None:
     """The options of ``export``: grades back into Canvas or Moodle
-    (:mod:`labtools.platforms`)."""
+    (:mod:`labtools.out.platforms`)."""
     export.add_argument(
         "--canvas",
         metavar="GRADEBOOK_EXPORT.csv",

@@ -1,10 +1,10 @@
 """Scheduling a run's notebooks on workers: the local pool (one process per core) or any
-``concurrent.futures.Executor`` (a dask cluster's, :mod:`labtools.cluster`).
+``concurrent.futures.Executor`` (a dask cluster's, :mod:`labtools.grader.cluster`).
 
 :func:`run` hands each notebook to a worker as a :class:`~labtools.wire.Task`
-(:func:`labtools.worker.grade_task`), records each :class:`~labtools.wire.Outcome` as it
-comes (:class:`labtools.record.Recorder`), and has the feedback written
-(:mod:`labtools.feedback`). :class:`Queue` orders the notebooks, longest lab first.
+(:func:`labtools.grader.worker.grade_task`), records each :class:`~labtools.wire.Outcome` as it
+comes (:class:`labtools.course.record.Recorder`), and has the feedback written
+(:mod:`labtools.out.feedback`). :class:`Queue` orders the notebooks, longest lab first.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict
 from pathlib import Path
 
-from labtools import course as courses
-from labtools import layout
 from labtools.children import die_with_parent
-from labtools.feedback import FeedbackFailed, feedback_task, generate_feedback
-from labtools.layout import Submission
-from labtools.record import Recorder
+from labtools.course import folder as courses
+from labtools.course.record import Recorder
+from labtools.door import layout
+from labtools.door.layout import Submission
+from labtools.grader.worker import grade_task, mpl_cache
+from labtools.out.feedback import FeedbackFailed, feedback_task, generate_feedback
 from labtools.wire import Outcome, Row, Status, Task
-from labtools.worker import grade_task, mpl_cache
 
 
 class Queue:
@@ -104,7 +104,7 @@ def default_executor(jobs: int) -> concurrent.futures.Executor:
 
 # This process's own pools, by number of workers: a run leaves its pool for the next run of
 # the same process (the tests, a script grading lab by lab), whose workers then keep their
-# servers and warm parents, which hold nothing of any student (labtools.judge). A pool that
+# servers and warm parents, which hold nothing of any student (labtools.grader.judge). A pool that
 # lost a worker or was interrupted is ended, and the next run makes a new one.
 _KEPT: dict[int, concurrent.futures.ProcessPoolExecutor] = {}
 

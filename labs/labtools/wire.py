@@ -225,7 +225,7 @@ class Task:
     lab: str
     source: dict  # the lab's source notebook
     notebook: str  # the submitted notebook's text
-    limits: dict  # the fields of labtools.sandbox.Limits
+    limits: dict  # the fields of labtools.grader.limits.Limits
     unsafe: bool = False
     mpl_cache: str | None = None  # the grading machine's matplotlib cache, if a worker has it
     cold: bool = False  # a fresh sandbox for this notebook, not a child of the warm parent
@@ -234,12 +234,12 @@ class Task:
 @dataclass
 class Outcome:
     """What a worker gives back for one :class:`Task`: GRADED with the verdicts
-    (:func:`labtools.verdicts.evaluate`) and the notebook as graded, UNREADABLE with why,
+    (:func:`labtools.grader.verdicts.evaluate`) and the notebook as graded, UNREADABLE with why,
     or FAILED with the grader's traceback."""
 
     status: Status
     detail: str = ""  # UNREADABLE: " (JSONDecodeError)", ...; FAILED: the traceback
-    evaluation: dict | None = None  # GRADED: what labtools.verdicts.evaluate returned
+    evaluation: dict | None = None  # GRADED: what labtools.grader.verdicts.evaluate returned
     autograded: dict | None = None  # GRADED: the notebook as graded
 
     @property
@@ -263,7 +263,7 @@ class Row:
     # "what", "held", "exercise"}]; a held exercise's automatic points wait for the instructor
     review: list | None = None
     # {grade id: digest of its text} of each answer cell as graded, and "*" for all of them:
-    # which answer a score given by hand belongs to (labtools.record)
+    # which answer a score given by hand belongs to (labtools.course.record)
     answers: dict | None = None
 
     def __setattr__(self, name, value):

@@ -213,7 +213,7 @@ def _pt_skipping(Xa, c, convention, eta, w0, order, rng, max_epochs, history, wa
     """``pt(..., fast=True)``: PT's run, with line 4 taking the next example that w might
     misclassify (:class:`_Skip`) instead of every example. The examples passed over have
     error 0 and would leave w unchanged, so the weights are those of :func:`pt`, bit for
-    bit (tests/test_perceptron.py checks it); benchmarks/bench_pt.py times both."""
+    bit (tests/package/test_perceptron.py checks it); benchmarks/bench_pt.py times both."""
     n, d = Xa.shape
     skip = _Skip(Xa, c, convention)
     w = _checks.initial_weights(w0, d)

@@ -22,7 +22,7 @@ JSON message in a frame each (:mod:`labtools.inside.protocol`):
 
 A function the lab closes is not in this sandbox's copy of the package: its stand-in calls
 :func:`closed_call`, which asks the grader; the grader answers outside a graded call (the
-lab's own cells, the student's cells) and refuses inside one (:mod:`labtools.closed`).
+lab's own cells, the student's cells) and refuses inside one (:mod:`labtools.grader.closed`).
 
 Nothing here is trusted: the student's code runs in this process and may change any of it.
 The grader reads only plain data from it, checks every message, and computes every verdict
@@ -190,7 +190,8 @@ def figures() -> list[str]:
     for number in plt.get_fignums()[:MAX_FIGURES]:
         buffer = io.BytesIO()
         try:
-            plt.figure(number).savefig(buffer, format="png", dpi=72, bbox_inches="tight")
+            # (not bbox_inches="tight": it draws the figure twice, 0.1 s a plot of the labs)
+            plt.figure(number).savefig(buffer, format="png", dpi=72)
         except Exception:  # noqa: BLE001 - a figure that cannot be drawn is left out
             continue
         images.append(base64.b64encode(buffer.getvalue()).decode("ascii"))

@@ -14,7 +14,7 @@ anything else (a module, a lambda, an object array of other things) is refused w
 from that form within a :class:`Budget`.
 
 Two more tags cross from the grader to the sandbox only, for the package functions a lab
-closes (their code is not in the sandbox; :mod:`labtools.closed`): a result of the package
+closes (their code is not in the sandbox; :mod:`labtools.grader.closed`): a result of the package
 (``$result``: its class's qualified name and fields) and, in the other direction, a package
 function given as an argument (``$package``: its qualified name).
 
@@ -57,7 +57,7 @@ PACKAGE = "perceptrons"
 @dataclass(frozen=True)
 class Budget:
     """What one message may cost its reader (the defaults are those of
-    :class:`labtools.sandbox.Limits`)."""
+    :class:`labtools.grader.limits.Limits`)."""
 
     message: int = 16 * 2**20  # bytes of one frame
     items: int = MAX_ITEMS  # list items, dict entries, array numbers, JSON values

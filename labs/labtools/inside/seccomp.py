@@ -15,7 +15,7 @@ A process of another architecture's system call table (x32 on x86-64, or a forei
 The program is written here, instruction by instruction, rather than through libseccomp:
 it is short, and the grader then needs no library beyond the standard one. Only x86-64
 has its table; :func:`program` raises :class:`Unsupported` elsewhere, which
-:func:`labtools.sandbox.available` reports.
+:func:`labtools.grader.bwrap.available` reports.
 """
 
 from __future__ import annotations

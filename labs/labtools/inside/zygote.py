@@ -1,11 +1,11 @@
 """Where every notebook starts: one parent in the sandbox imports once, each notebook is a
 fresh child of it.
 
-Started by the grader (:class:`labtools.sandbox.Zygote`) as
+Started by the grader (:class:`labtools.grader.start.Zygote`) as
 ``python -m labtools.inside.zygote`` in a bubblewrap sandbox
-(:func:`labtools.sandbox.zygote_command`), whose Python environment holds only what a lab
+(:func:`labtools.grader.bwrap.zygote_command`), whose Python environment holds only what a lab
 may use (numpy, matplotlib, IPython, ipywidgets, the standard library) and the lab's own
-copy of the package (the functions the lab closes are not in it: :mod:`labtools.closed`).
+copy of the package (the functions the lab closes are not in it: :mod:`labtools.grader.closed`).
 It imports what every notebook needs (numpy, matplotlib with Agg, IPython, ipywidgets, the
 package; BLAS with one thread), then waits on its control socket (file descriptor 3). It
 holds nothing secret and nothing of any student: a request carries only the notebook's
