@@ -580,11 +580,12 @@ def leftover_processes():
             continue
         try:
             uid = entry.stat().st_uid
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
             continue
-        if uid >= bwrap.FIRST_UID or any(str(MARK + k) in cmdline for k in range(3)):
-            found.append((entry.name, uid, cmdline))
+        # a mark is a whole argument (sleep 4242): Chromium's random handles contain 4242
+        if uid >= bwrap.FIRST_UID or any(str(MARK + k) in argv for k in range(3)):
+            found.append((entry.name, uid, " ".join(argv)))
     return found
 
 
