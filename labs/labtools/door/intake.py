@@ -433,17 +433,8 @@ def write_names(course: Path, ids: dict[str, str]) -> None:
 def read_participants(course: Path) -> dict[str, dict[str, dict[str, str]]]:
     """The Moodle participant ids the course folder keeps: lab -> student id ->
     ``{"participant": "1234567", "name": "Jane Doe"}`` ({} before the first download)."""
-    import json
-
     path = Path(course) / PARTICIPANTS_FILE
-    try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as err:
-        raise UsageError(
-            f"{path} cannot be read ({err}): grade the Moodle download again to rebuild it"
-        ) from None
+    found = _read_json(course, PARTICIPANTS_FILE, "grade the Moodle download again to rebuild it")
     if not isinstance(found, dict) or not all(
         isinstance(who, dict)
         and all(
@@ -473,18 +464,12 @@ def write_participants(course: Path, participants: dict) -> None:
 def read_sources(course: Path) -> dict[str, str]:
     """Where each student id of the course folder came from (:data:`SOURCES_FILE`: one of
     :data:`SOURCES`); {} before the first run that kept it."""
-    import json
-
     path = Path(course) / SOURCES_FILE
-    try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as err:
-        raise UsageError(
-            f"{path} cannot be read ({err}): restore it from a backup of the course folder; "
-            "it says where each student id came from"
-        ) from None
+    found = _read_json(
+        course,
+        SOURCES_FILE,
+        "restore it from a backup of the course folder; it says where each student id came from",
+    )
     if not isinstance(found, dict) or not all(
         isinstance(k, str) and v in SOURCES for k, v in found.items()
     ):
@@ -505,20 +490,26 @@ def write_sources(course: Path, sources: dict[str, str]) -> None:
     layout.write_whole(Path(course) / SOURCES_FILE, text)
 
 
-def _read_map(course: Path, name: str, what: str) -> dict:
-    """A JSON object the course folder keeps (``name``), {} before the first; a UsageError
-    of one line for one that cannot be read (``what``: what to do then)."""
+def _read_json(course: Path, name: str, what: str):
+    """The JSON value of the course folder's file ``name``, {} before the first; a
+    UsageError of one line for one that cannot be read (``what``: what to do then)."""
     import json
 
     path = Path(course) / name
     try:
-        found = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as err:
         raise UsageError(f"{path} cannot be read ({err}): {what}") from None
+
+
+def _read_map(course: Path, name: str, what: str) -> dict:
+    """A JSON object the course folder keeps (``name``): :func:`_read_json`, and a
+    UsageError for anything else."""
+    found = _read_json(course, name, what)
     if not isinstance(found, dict):
-        raise UsageError(f"{path} is not a JSON object: {what}")
+        raise UsageError(f"{Path(course) / name} is not a JSON object: {what}")
     return found
 
 

@@ -402,17 +402,12 @@ def _warm_parent(allow: tuple[str, ...]) -> None:
         _WARM.pop(next(iter(_WARM))).close()
 
 
-def nbformat_v4_notebook() -> dict:
-    """An empty notebook of the format every lab has."""
-    import nbformat
-
-    return nbformat.v4.new_notebook()
-
-
 def _warm_up() -> None:
     """Fill, once in the server, the caches every child would otherwise fill again: the
     package's functions (what a lab closes), the HTML cleaner's parser and nbformat's
     validators. Nothing here comes from a student."""
+    import nbformat
+
     from labtools.grader import closed, render
     from perceptrons import handin
 
@@ -420,7 +415,7 @@ def _warm_up() -> None:
     closed.functions()
     render.written_html("*warm* `up`: [a link](https://example.org)")
     # nbformat's schema validators, compiled on first use (70 ms a notebook in each child)
-    read_submission(json.dumps(nbformat_v4_notebook()))
+    read_submission(nbformat.writes(nbformat.v4.new_notebook()))
 
 
 def _warm_up_pages() -> None:
