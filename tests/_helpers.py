@@ -357,3 +357,31 @@ def fake_workers(monkeypatch) -> None:
     from labtools import schedule
 
     monkeypatch.setattr(schedule, "kept_executor", lambda jobs: FakeWorkers())
+
+
+def labtools(*args) -> tuple[int, str, str]:
+    """``python -m labtools ARGS`` in this process: (exit code, stdout, stderr)."""
+    import io
+
+    from labtools import __main__ as cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main([str(a) for a in args])
+    return code, out.getvalue(), err.getvalue()
+
+
+def table(path: Path) -> dict:
+    """A course folder's grades.csv (or grades-wide.csv) by (student, lab)."""
+    import csv
+
+    with open(path, newline="") as f:
+        return {(r["student"], r["lab"]): r for r in csv.DictReader(f)}
+
+
+def one_error_line(err: str, *words: str) -> None:
+    """Exactly one line, ``error: ...``, holding each of ``words``; no traceback."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err[-2000:]
+    for word in words:
+        assert word in lines[0], (word, lines[0])

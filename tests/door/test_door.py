@@ -18,7 +18,6 @@ around the grading. Every course folder is a copy of one made once (``course_mad
 """
 
 import contextlib
-import csv
 import fcntl
 import io
 import json
@@ -32,7 +31,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from _helpers import ROOT, answered, course_made, fake_workers
+from _helpers import ROOT, answered, course_made, fake_workers, labtools, one_error_line, table
 from labtools import __main__ as cli
 from labtools.course import late, record
 from labtools.door import intake, layout, timestamps
@@ -44,14 +43,6 @@ NB = f"{LAB}.ipynb"
 SAVE = "hand in the notebook as JupyterLab saves it (File > Save Notebook), then grade again"
 
 
-def labtools(*args) -> tuple[int, str, str]:
-    """``python -m labtools ARGS`` in this process: (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main([str(a) for a in args])
-    return code, out.getvalue(), err.getvalue()
-
-
 def grade(submissions, course, *more) -> tuple[int, str, str]:
     return labtools("grade", submissions, "--course", course, "--unsafe", "--jobs", "1", *more)
 
@@ -61,18 +52,6 @@ def hand_in(folder: Path, student: str, nb, lab: str = LAB) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(nb if isinstance(nb, str) else json.dumps(nb))
     return path
-
-
-def table(path: Path) -> dict:
-    with open(path, newline="") as f:
-        return {(r["student"], r["lab"]): r for r in csv.DictReader(f)}
-
-
-def one_error_line(err: str, *words: str) -> None:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), err[-2000:]
-    for word in words:
-        assert word in lines[0], (word, lines[0])
 
 
 def blank() -> dict:

@@ -8,7 +8,6 @@ as Lab 1); the tests that grade again work on copies of it.
 
 import contextlib
 import csv
-import io
 import json
 import os
 import shutil
@@ -21,8 +20,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from _helpers import ROOT, answered, need_sandbox, sandbox_lock
-from labtools import __main__ as cli
+from _helpers import ROOT, answered, labtools, need_sandbox, one_error_line, sandbox_lock
 from labtools.course import folder as courses
 
 LABS = ROOT / "labs"
@@ -37,14 +35,6 @@ def hand_in(folder: Path, student: str, nb: dict, lab: str = LAB) -> Path:
     return path
 
 
-def labtools(*args) -> tuple[int, str, str]:
-    """``python -m labtools ARGS`` in this process: (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main([str(a) for a in args])
-    return code, out.getvalue(), err.getvalue()
-
-
 def grade_args(submissions, course, *more) -> list[str]:
     return ["grade", str(submissions), "--course", str(course), "--labs", LAB, "--jobs", "2"] + [
         "--cell-timeout",
@@ -56,14 +46,6 @@ def grade_args(submissions, course, *more) -> list[str]:
 def statuses(course: Path) -> dict[str, dict]:
     with open(course / "grades.csv") as f:
         return {r["student"]: r for r in csv.DictReader(f) if r["lab"] == LAB}
-
-
-def one_error_line(err: str, *words: str) -> None:
-    """Exactly one line, ``error: ...``, holding each of ``words``; no traceback."""
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), err[-2000:]
-    for word in words:
-        assert word in lines[0], (word, lines[0])
 
 
 @pytest.fixture(scope="module")

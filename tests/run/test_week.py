@@ -21,7 +21,6 @@ worth its points, written answers waiting for grading by hand), and every course
 is a copy of one made once (``course_made``).
 """
 
-import contextlib
 import csv
 import fcntl
 import io
@@ -34,8 +33,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from _helpers import answered, course_made, fake_workers
-from labtools import __main__ as cli
+from _helpers import answered, course_made, fake_workers, labtools, one_error_line, table
 from labtools.course import folder as courses
 from labtools.course import late
 from labtools.door import intake, layout
@@ -85,26 +83,6 @@ GRADEBOOK = (
 
 GRADED_NAMES = [("4242", "Normal, Ann"), ("4343", "Brown, Bob"), ("4444", "Müller, Jan"),
                 ("4545", "Taylor, Mia"), ("4646", "Wang, Yi"), ("4747", "dropped")]  # fmt: skip
-
-
-def labtools(*args) -> tuple[int, str, str]:
-    """``python -m labtools ARGS`` in this process: (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main([str(a) for a in args])
-    return code, out.getvalue(), err.getvalue()
-
-
-def table(path: Path) -> dict:
-    with open(path, newline="") as f:
-        return {(r["student"], r["lab"]): r for r in csv.DictReader(f)}
-
-
-def one_error_line(err: str, *words: str) -> None:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), err[-2000:]
-    for word in words:
-        assert word in lines[0], (word, lines[0])
 
 
 def give_by_hand(course: Path, student: str, points: dict) -> None:
